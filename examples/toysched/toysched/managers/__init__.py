@@ -1,0 +1,1 @@
+"""Scheduler, its mixins and its components."""

@@ -1,0 +1,3 @@
+from rankguard.cli import main
+
+raise SystemExit(main())

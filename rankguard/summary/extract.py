@@ -1,0 +1,568 @@
+"""Reduce one file's syntax tree to a `FileSummary`.
+
+We read the file with the standard library's `ast`, not libcst: the summary needs positions and
+structure but no concrete syntax, and on sglang/srt `ast.parse` took 4.3 s against libcst's 40.7 s
+on this machine (benchmarks/README.md). libcst is used where concrete syntax matters: the
+stamp-watchdog codemod and plugin rules that ask for a CST.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from rankguard.summary.ir import (
+    CALL,
+    OPAQUE,
+    SUBSCRIPT,
+    CallSite,
+    ClassInfo,
+    FileSummary,
+    FunctionInfo,
+    ImportInfo,
+    Param,
+    Segs,
+    Stmt,
+)
+
+MODULE_QUALNAME = ""  # the pseudo-function that holds module-level code
+_TEXT_LIMIT = 80
+_SUPPRESS = re.compile(r"#\s*rankguard:\s*ignore(?:\[([^\]]*)\])?\s*(.*)$")
+
+# Extra per-file facts an analysis wants from the same parse: name -> fn(tree, source) -> data.
+Extractor = Callable[[ast.Module, str], Any]
+EXTRACTORS: dict[str, Extractor] = {}
+
+
+def register_extractor(name: str) -> Callable[[Extractor], Extractor]:
+    def wrap(fn: Extractor) -> Extractor:
+        EXTRACTORS[name] = fn
+        return fn
+
+    return wrap
+
+
+def reference(node: ast.AST) -> Segs:
+    """The dotted chain an expression spells, as far as it can be followed."""
+    out: list[str] = []
+    while True:
+        if isinstance(node, ast.Attribute):
+            out.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Name):
+            out.append(node.id)
+            break
+        elif isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name) and node.func.id == "super" and not node.args:
+                out.append("super()")
+                break
+            out.append(CALL)
+            node = node.func
+        elif isinstance(node, ast.Subscript):
+            out.append(SUBSCRIPT)
+            node = node.value
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            out.append("<str>")
+            break
+        else:
+            out.append(OPAQUE)
+            break
+    return tuple(reversed(out))
+
+
+def short_text(node: ast.AST | None) -> str:
+    """Cheap readable text for small expressions; long ones are cut."""
+    if node is None:
+        return ""
+    if isinstance(node, ast.Constant):
+        text = repr(node.value)
+    elif isinstance(node, (ast.Name, ast.Attribute)):
+        text = ".".join(reference(node))
+    else:
+        try:
+            text = ast.unparse(node)
+        except (ValueError, RecursionError):  # pragma: no cover - exotic trees
+            text = "…"
+    return text if len(text) <= _TEXT_LIMIT else text[: _TEXT_LIMIT - 1] + "…"
+
+
+def annotation_ref(node: ast.AST | None) -> Segs | None:
+    """The class an annotation names: `T`, `"T"`, `Optional[T]`, `T | None`, `pkg.T`."""
+    if node is None:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if isinstance(node, ast.Subscript):
+        head = reference(node.value)
+        if head[-1] in ("Optional", "Final", "ClassVar", "Annotated", "Type", "type"):
+            inner = node.slice
+            if isinstance(inner, ast.Tuple) and inner.elts:
+                inner = inner.elts[0]
+            return annotation_ref(inner)
+        if head[-1] == "Union" and isinstance(node.slice, ast.Tuple):
+            refs = [annotation_ref(e) for e in node.slice.elts]
+            real = [r for r in refs if r and r != ("None",)]
+            return real[0] if len(real) == 1 else None
+        return None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        refs = [annotation_ref(node.left), annotation_ref(node.right)]
+        real = [r for r in refs if r and r != ("None",)]
+        return real[0] if len(real) == 1 else None
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        ref = reference(node)
+        return None if OPAQUE in ref else ref
+    return None
+
+
+class _Reads(ast.NodeVisitor):
+    """Collects, in evaluation order, the calls and maximal references of an expression."""
+
+    def __init__(self) -> None:
+        self.calls: list[CallSite] = []
+        self.reads: list[Segs] = []
+        self.value_refs: list[tuple[Segs, int]] = []
+        self._deferred = 0
+
+    def visit_Call(self, node: ast.Call) -> None:
+        # Evaluation order: the callee's base, the arguments, then the call itself.
+        func = node.func
+        while isinstance(func, (ast.Attribute, ast.Subscript)):
+            if isinstance(func, ast.Subscript):
+                self.visit(func.slice)
+            func = func.value
+        if isinstance(func, ast.Call) or not isinstance(func, ast.Name):
+            self.visit(func)
+        target = reference(node.func)
+        if target and target[0] not in (OPAQUE,) and len(target) > 0:
+            self.reads.append(target[:-1] if len(target) > 1 else target)
+        args: list[str] = []
+        for arg in node.args:
+            self._value(arg)
+            args.append(short_text(arg))
+        kwargs: list[tuple[str, str]] = []
+        for kw in node.keywords:
+            self._value(kw.value)
+            kwargs.append((kw.arg or "**", short_text(kw.value)))
+        self.calls.append(
+            CallSite(
+                target,
+                node.lineno,
+                node.col_offset,
+                tuple(args),
+                tuple(kwargs),
+                self._deferred > 0,
+            )
+        )
+
+    def _value(self, node: ast.AST) -> None:
+        """An argument or element: a bare reference here may be a callback."""
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            ref = reference(node)
+            if OPAQUE not in ref:
+                self.value_refs.append((ref, node.lineno))
+        elif isinstance(node, ast.Starred):
+            self._value(node.value)
+            return
+        self.visit(node)
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self._deferred += 1
+        self.visit(node.body)
+        self._deferred -= 1
+
+    def visit_Name(self, node: ast.Name) -> None:
+        self.reads.append((node.id,))
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        ref = reference(node)
+        if OPAQUE in ref or "<str>" in ref:
+            self.generic_visit(node)
+        else:
+            if CALL in ref or SUBSCRIPT in ref:
+                self.generic_visit(node)
+            self.reads.append(ref)
+
+    def _elements(self, elts: Iterable[ast.AST | None]) -> None:
+        for elt in elts:
+            if elt is not None:
+                self._value(elt)
+
+    def visit_Tuple(self, node: ast.Tuple) -> None:
+        self._elements(node.elts)
+
+    def visit_List(self, node: ast.List) -> None:
+        self._elements(node.elts)
+
+    def visit_Set(self, node: ast.Set) -> None:
+        self._elements(node.elts)
+
+    def visit_Dict(self, node: ast.Dict) -> None:
+        for key, value in zip(node.keys, node.values, strict=False):
+            if key is not None:
+                self.visit(key)
+            self._value(value)
+
+
+def _scan(node: ast.AST | None) -> _Reads:
+    reads = _Reads()
+    if node is not None:
+        reads.visit(node)
+    return reads
+
+
+def _default_text(node: ast.AST | None) -> str | None:
+    return None if node is None else short_text(node)
+
+
+def _value_shape(node: ast.AST | None) -> tuple[Any, ...]:
+    if isinstance(node, ast.Call):
+        return ("call", reference(node.func))
+    if isinstance(node, ast.Await):
+        return _value_shape(node.value)
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return ("ref", reference(node))
+    if isinstance(node, ast.Constant):
+        return ("const", short_text(node))
+    return ("other",)
+
+
+def _target_refs(node: ast.AST) -> list[Segs]:
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return [ref for elt in node.elts for ref in _target_refs(elt)]
+    if isinstance(node, ast.Starred):
+        return _target_refs(node.value)
+    ref = reference(node)
+    return [] if OPAQUE in ref else [ref]
+
+
+class _Builder:
+    """Walks statements once, building IR for every function and the module body."""
+
+    def __init__(self) -> None:
+        self.summary = FileSummary()
+        self._value_refs: list[list[tuple[Segs, int]]] = []
+
+    # -- definitions -------------------------------------------------------
+    def module(self, tree: ast.Module) -> None:
+        self._value_refs.append([])
+        body = self.block(tree.body, scope="", cls=None)
+        refs = self._value_refs.pop()
+        end = max((getattr(n, "end_lineno", 1) or 1) for n in tree.body) if tree.body else 1
+        self.summary.functions.append(
+            FunctionInfo(MODULE_QUALNAME, "<module>", 1, end, None, (), None, (), body, tuple(refs))
+        )
+
+    def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: str, cls: str | None):
+        qualname = f"{scope}.{node.name}" if scope else node.name
+        params: list[Param] = []
+        a = node.args
+        positional = [*a.posonlyargs, *a.args]
+        defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
+        for arg, default in zip(positional, defaults, strict=False):
+            params.append(Param(arg.arg, annotation_ref(arg.annotation), _default_text(default)))
+        if a.vararg:
+            params.append(Param("*" + a.vararg.arg))
+        for arg, default in zip(a.kwonlyargs, a.kw_defaults, strict=False):
+            params.append(Param(arg.arg, annotation_ref(arg.annotation), _default_text(default)))
+        if a.kwarg:
+            params.append(Param("**" + a.kwarg.arg))
+        decorators = tuple(
+            reference(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list
+        )
+        self._value_refs.append([])
+        # Python's own __qualname__ convention: `outer.<locals>.inner`.
+        body = self.block(node.body, scope=f"{qualname}.<locals>", cls=None)
+        refs = self._value_refs.pop()
+        self.summary.functions.append(
+            FunctionInfo(
+                qualname,
+                node.name,
+                node.lineno,
+                node.end_lineno or node.lineno,
+                cls,
+                tuple(params),
+                annotation_ref(node.returns),
+                decorators,
+                body,
+                tuple(refs),
+                isinstance(node, ast.AsyncFunctionDef),
+            )
+        )
+
+    def klass(self, node: ast.ClassDef, scope: str) -> list[Stmt]:
+        qualname = f"{scope}.{node.name}" if scope else node.name
+        attributes: list[tuple[str, Segs]] = []
+        class_level: list[Stmt] = []
+        for stmt in node.body:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                ann = annotation_ref(stmt.annotation)
+                if ann:
+                    attributes.append((stmt.target.id, ann))
+            elif isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+                for target in stmt.targets:
+                    if isinstance(target, ast.Name):
+                        attributes.append((target.id, ("()", *reference(stmt.value.func))))
+        for stmt in node.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.function(stmt, qualname, qualname)
+            elif isinstance(stmt, ast.ClassDef):
+                class_level.extend(self.klass(stmt, qualname))
+            else:
+                class_level.extend(self.block([stmt], scope=qualname, cls=qualname))
+        self.summary.classes.append(
+            ClassInfo(
+                qualname,
+                node.name,
+                node.lineno,
+                tuple(reference(b) for b in node.bases),
+                tuple(
+                    reference(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list
+                ),
+                tuple(attributes),
+            )
+        )
+        # Class bodies run at import time, with the module's code.
+        return class_level
+
+    # -- statements --------------------------------------------------------
+    def block(self, stmts: list[ast.stmt], scope: str, cls: str | None) -> tuple[Stmt, ...]:
+        out: list[Stmt] = []
+        for node in stmts:
+            made = self.statement(node, scope, cls)
+            if made is not None:
+                out.extend(made) if isinstance(made, list) else out.append(made)
+        return tuple(out)
+
+    def _expr(self, node: ast.AST | None) -> _Reads:
+        reads = _scan(node)
+        self._value_refs[-1].extend(reads.value_refs)
+        return reads
+
+    def _exprs(self, nodes: Iterable[ast.AST | None]) -> _Reads:
+        merged = _Reads()
+        for node in nodes:
+            part = self._expr(node)
+            merged.calls += part.calls
+            merged.reads += part.reads
+        return merged
+
+    def statement(self, node: ast.stmt, scope: str, cls: str | None) -> Stmt | list[Stmt] | None:
+        line = node.lineno
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self._expr_decorators(node.decorator_list)
+            self.function(node, scope, cls)
+            return None
+        if isinstance(node, ast.ClassDef):
+            self._expr_decorators(node.decorator_list)
+            return self.klass(node, scope)
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            self.imports(node, scope)
+            return None
+        if isinstance(node, ast.Expr):
+            r = self._expr(node.value)
+            return Stmt("expr", line, tuple(r.calls), reads=tuple(r.reads))
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            return self.assignment(node)
+        if isinstance(node, ast.Return):
+            r = self._expr(node.value)
+            if isinstance(node.value, (ast.Name, ast.Attribute)):
+                ref = reference(node.value)
+                if OPAQUE not in ref:
+                    self._value_refs[-1].append((ref, line))
+            return Stmt(
+                "return", line, tuple(r.calls), reads=tuple(r.reads), value=_value_shape(node.value)
+            )
+        if isinstance(node, ast.Raise):
+            r = self._exprs([node.exc, node.cause])
+            return Stmt("raise", line, tuple(r.calls), reads=tuple(r.reads))
+        if isinstance(node, ast.Break):
+            return Stmt("break", line)
+        if isinstance(node, ast.Continue):
+            return Stmt("continue", line)
+        if isinstance(node, ast.If):
+            r = self._expr(node.test)
+            return Stmt(
+                "if",
+                line,
+                tuple(r.calls),
+                (self.block(node.body, scope, cls), self.block(node.orelse, scope, cls)),
+                text=short_text(node.test),
+                reads=tuple(r.reads),
+            )
+        if isinstance(node, ast.While):
+            r = self._expr(node.test)
+            infinite = isinstance(node.test, ast.Constant) and bool(node.test.value)
+            return Stmt(
+                "loop",
+                line,
+                tuple(r.calls),
+                (self.block(node.body, scope, cls), self.block(node.orelse, scope, cls)),
+                text=short_text(node.test),
+                reads=tuple(r.reads),
+                infinite=infinite,
+            )
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            r = self._expr(node.iter)
+            return Stmt(
+                "loop",
+                line,
+                tuple(r.calls),
+                (self.block(node.body, scope, cls), self.block(node.orelse, scope, cls)),
+                text=short_text(node.iter),
+                targets=tuple(_target_refs(node.target)),
+                reads=tuple(r.reads),
+            )
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            r = self._exprs(item.context_expr for item in node.items)
+            targets = [
+                ref
+                for item in node.items
+                if item.optional_vars
+                for ref in _target_refs(item.optional_vars)
+            ]
+            return Stmt(
+                "with",
+                line,
+                tuple(r.calls),
+                (self.block(node.body, scope, cls),),
+                text=", ".join(short_text(item.context_expr) for item in node.items),
+                targets=tuple(targets),
+                reads=tuple(r.reads),
+            )
+        if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            handlers = []
+            calls: list[CallSite] = []
+            for handler in node.handlers:
+                calls += self._expr(handler.type).calls
+                handlers.append(self.block(handler.body, scope, cls))
+            return Stmt(
+                "try",
+                line,
+                tuple(calls),
+                (
+                    self.block(node.body, scope, cls),
+                    self.block(node.orelse, scope, cls),
+                    self.block(node.finalbody, scope, cls),
+                    *handlers,
+                ),
+            )
+        if isinstance(node, ast.Match):
+            r = self._expr(node.subject)
+            cases = tuple(self.block(case.body, scope, cls) for case in node.cases)
+            return Stmt(
+                "match",
+                line,
+                tuple(r.calls),
+                cases,
+                text=short_text(node.subject),
+                reads=tuple(r.reads),
+            )
+        if isinstance(node, (ast.Assert, ast.Delete)):
+            parts = [node.test, node.msg] if isinstance(node, ast.Assert) else node.targets
+            r = self._exprs(parts)
+            return Stmt("expr", line, tuple(r.calls), reads=tuple(r.reads))
+        return Stmt("pass", line)
+
+    def _expr_decorators(self, decorators: list[ast.expr]) -> None:
+        for dec in decorators:
+            self._expr(dec)
+
+    def assignment(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> Stmt:
+        value = node.value
+        targets: list[Segs] = []
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                targets += _target_refs(target)
+        else:
+            targets += _target_refs(node.target)
+        r = self._expr(value)
+        shape = _value_shape(value)
+        if isinstance(node, ast.AnnAssign):
+            ann = annotation_ref(node.annotation)
+            if ann and shape[0] not in ("call",):
+                shape = ("annotated", ann)
+            elif ann:
+                shape = (*shape, ann)
+        if shape[0] == "ref" and isinstance(value, (ast.Name, ast.Attribute)):
+            self._value_refs[-1].append((shape[1], node.lineno))
+        reads = list(r.reads)
+        if isinstance(node, ast.AugAssign):
+            reads += targets
+        return Stmt(
+            "assign",
+            node.lineno,
+            tuple(r.calls),
+            targets=tuple(targets),
+            reads=tuple(reads),
+            value=shape,
+        )
+
+    def imports(self, node: ast.Import | ast.ImportFrom, scope: str) -> None:
+        scope = scope.removesuffix(".<locals>")
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    self.summary.imports.append(
+                        ImportInfo(scope, alias.asname, alias.name, 0, None, node.lineno)
+                    )
+                else:
+                    top = alias.name.split(".")[0]
+                    self.summary.imports.append(
+                        ImportInfo(scope, top, alias.name, 0, None, node.lineno)
+                    )
+        else:
+            for alias in node.names:
+                bound = alias.asname or alias.name
+                self.summary.imports.append(
+                    ImportInfo(scope, bound, node.module or "", node.level, alias.name, node.lineno)
+                )
+
+
+def _all_names(tree: ast.Module) -> tuple[str, ...] | None:
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+            and isinstance(node.value, (ast.List, ast.Tuple))
+        ):
+            return tuple(
+                e.value
+                for e in node.value.elts
+                if isinstance(e, ast.Constant) and isinstance(e.value, str)
+            )
+    return None
+
+
+def suppressions(source: str) -> dict[int, tuple[tuple[str, ...], str]]:
+    """`# rankguard: ignore[rule, ...] reason` comments, by line (empty rules: every rule)."""
+    found: dict[int, tuple[tuple[str, ...], str]] = {}
+    if "rankguard:" not in source:
+        return found
+    for number, text in enumerate(source.splitlines(), start=1):
+        if "rankguard:" in text:
+            match = _SUPPRESS.search(text)
+            if match:
+                rules = tuple(
+                    sorted(r.strip() for r in (match.group(1) or "").split(",") if r.strip())
+                )
+                found[number] = (rules, match.group(2).strip())
+    return found
+
+
+def summarize(source: str, tree: ast.Module) -> FileSummary:
+    builder = _Builder()
+    builder.module(tree)
+    summary = builder.summary
+    summary.all_names = _all_names(tree)
+    summary.suppressions = suppressions(source)
+    summary.lines = source.count("\n") + 1
+    for name, extractor in sorted(EXTRACTORS.items()):
+        summary.facts[name] = extractor(tree, source)
+    summary.functions.sort(key=lambda f: (f.line, f.qualname))
+    summary.classes.sort(key=lambda c: (c.line, c.qualname))
+    return summary

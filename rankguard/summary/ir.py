@@ -1,0 +1,127 @@
+"""The compact, picklable record a file is reduced to.
+
+Analyses never see syntax trees: they walk these records, which keep calls in evaluation order
+inside a statement tree (branches, loops, try/finally, with), assignments with what they read,
+and definitions with their annotations. A record depends only on the file's content, which is
+why it can be cached by blob id and shared between a PR's base and head.
+
+A *reference* (`Segs`) is a dotted chain as written: `self.tp_group.all_reduce` is
+`("self", "tp_group", "all_reduce")`; `()` marks a call result (`get_pp_group().send` is
+`("get_pp_group", "()", "send")`), `[]` a subscript, and `<expr>` a base we do not follow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Segs = tuple[str, ...]
+CALL = "()"
+SUBSCRIPT = "[]"
+OPAQUE = "<expr>"
+
+
+def segs_text(segs: Segs) -> str:
+    out = ""
+    for seg in segs:
+        if seg in (CALL, SUBSCRIPT):
+            out += seg
+        else:
+            out += ("." if out else "") + seg
+    return out
+
+
+@dataclass(slots=True)
+class CallSite:
+    target: Segs
+    line: int
+    col: int
+    args: tuple[str, ...] = ()  # short text of each positional argument
+    kwargs: tuple[tuple[str, str], ...] = ()  # (keyword, short text); "**" for **kw
+    deferred: bool = False  # inside a lambda: runs later, not here
+
+    @property
+    def text(self) -> str:
+        return segs_text(self.target)
+
+    def kwarg(self, name: str) -> str | None:
+        for key, value in self.kwargs:
+            if key == name:
+                return value
+        return None
+
+
+@dataclass(slots=True)
+class Stmt:
+    """One statement. `calls` are those the statement itself evaluates (for a compound
+    statement, its header); `blocks` are its bodies:
+
+    - if: (body, orelse)            - loop: (body, orelse)       - with: (body,)
+    - try: (body, orelse, finalbody, *handlers)                  - match: one per case
+    """
+
+    kind: str  # expr assign return raise break continue if loop try with match pass
+    line: int
+    calls: tuple[CallSite, ...] = ()
+    blocks: tuple[tuple[Stmt, ...], ...] = ()
+    text: str = ""  # condition or with-items, shortened
+    targets: tuple[Segs, ...] = ()  # assigned names / attributes (assign, for, with-as)
+    reads: tuple[Segs, ...] = ()  # references read by the value or test
+    value: tuple[Any, ...] = ()  # ("call", segs) | ("ref", segs) | ("const", text) | ("other",)
+    infinite: bool = False  # `while True`
+
+
+@dataclass(slots=True)
+class Param:
+    name: str
+    annotation: Segs | None = None
+    default: str | None = None
+
+
+@dataclass(slots=True)
+class FunctionInfo:
+    qualname: str  # within the module: `Cls.meth`, `f.inner`
+    name: str
+    line: int
+    end_line: int
+    cls: str | None  # qualname of the class it is defined in, when a method
+    params: tuple[Param, ...]
+    returns: Segs | None
+    decorators: tuple[Segs, ...]
+    body: tuple[Stmt, ...]
+    value_refs: tuple[tuple[Segs, int], ...] = ()  # callables passed or stored as values
+    is_async: bool = False
+
+
+@dataclass(slots=True)
+class ClassInfo:
+    qualname: str
+    name: str
+    line: int
+    bases: tuple[Segs, ...]
+    decorators: tuple[Segs, ...]
+    attributes: tuple[tuple[str, Segs], ...] = ()  # class-level `name: T` / `name = T(...)`
+
+
+@dataclass(slots=True)
+class ImportInfo:
+    """`bound` is the local name; `module` the module text; `level` its dots; `attr` the name
+    imported from it (None for `import a.b`)."""
+
+    scope: str  # "" for module level, else the function qualname
+    bound: str
+    module: str
+    level: int
+    attr: str | None
+    line: int
+
+
+@dataclass(slots=True)
+class FileSummary:
+    functions: list[FunctionInfo] = field(default_factory=list)
+    classes: list[ClassInfo] = field(default_factory=list)
+    imports: list[ImportInfo] = field(default_factory=list)
+    all_names: tuple[str, ...] | None = None  # __all__, when literal
+    suppressions: dict[int, tuple[tuple[str, ...], str]] = field(default_factory=dict)
+    facts: dict[str, Any] = field(default_factory=dict)  # per-analysis extras, by extractor
+    lines: int = 0

@@ -1,0 +1,160 @@
+"""Turn source files into summaries: decode, parse, summarise, cache, in parallel.
+
+One parse per file content: results (errors included) are cached on disk under the git blob id,
+the tool's summary version and the config digest, so a PR's base and head share nearly every
+entry and an unchanged tree costs only the reads. Entries are written atomically, so two runs
+can share one cache; an entry that fails to load is treated as missing and rebuilt.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import pickle
+import tempfile
+import tokenize
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from rankguard import __version__
+from rankguard.adapters.sources import SourceFile
+from rankguard.errors import ErrorRecord
+from rankguard.summary.extract import summarize
+from rankguard.summary.ir import FileSummary
+
+# Bump when the summary's shape or meaning changes: it invalidates every cache entry.
+SUMMARY_VERSION = "1"
+_PARALLEL_THRESHOLD = 24
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("RANKGUARD_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "rankguard"
+
+
+@dataclass
+class Parsed:
+    """A file's summary, or the reason it has none."""
+
+    summary: FileSummary | None
+    error: str | None = None
+
+
+def decode(data: bytes) -> str:
+    """Source text, honouring a PEP 263 coding cookie; raises ValueError with the reason."""
+    if b"\0" in data:
+        raise ValueError("contains NUL bytes: not a Python source file")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise ValueError(f"bad encoding declaration: {exc}") from exc
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise ValueError(
+            f"not valid {encoding.upper()}: byte 0x{data[exc.start]:02x} at offset {exc.start}"
+        ) from exc
+    except LookupError as exc:
+        raise ValueError(f"unknown encoding '{encoding}'") from exc
+
+
+def parse_bytes(data: bytes) -> Parsed:
+    try:
+        source = decode(data)
+    except ValueError as exc:
+        return Parsed(None, str(exc))
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        return Parsed(None, f"syntax error at line {exc.lineno}: {exc.msg}")
+    except (RecursionError, MemoryError):
+        return Parsed(None, "too deeply nested to parse")
+    except ValueError as exc:
+        return Parsed(None, f"cannot parse: {exc}")
+    try:
+        return Parsed(summarize(source, tree))
+    except RecursionError:
+        return Parsed(None, "too deeply nested to summarise")
+
+
+class SummaryCache:
+    """Content-addressed store of `Parsed` results; `None` directory disables it."""
+
+    def __init__(self, directory: Path | None, config_digest: str) -> None:
+        self.directory = directory
+        self.salt = f"{__version__}-{SUMMARY_VERSION}-{config_digest}"
+        self.hits = 0
+        self.misses = 0
+
+    def _path(self, blob: str) -> Path:
+        assert self.directory is not None
+        return self.directory / "summaries" / self.salt / blob[:2] / f"{blob}.pickle"
+
+    def get(self, blob: str) -> Parsed | None:
+        if self.directory is None:
+            return None
+        try:
+            with self._path(blob).open("rb") as handle:
+                value = pickle.load(handle)
+        except FileNotFoundError:
+            return None
+        except Exception:  # a corrupt or truncated entry: rebuild it
+            return None
+        return value if isinstance(value, Parsed) else None
+
+    def put(self, blob: str, payload: bytes) -> None:
+        if self.directory is None:
+            return
+        path = self._path(blob)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(payload)
+            os.replace(tmp, path)
+        except OSError:
+            pass  # an unwritable cache only costs speed
+
+
+def _parse_to_bytes(data: bytes) -> bytes:
+    return pickle.dumps(parse_bytes(data), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def parse_all(
+    files: Iterable[SourceFile], cache: SummaryCache, jobs: int | None = None
+) -> tuple[dict[str, FileSummary], list[ErrorRecord]]:
+    """Summaries by path, and an error record for every file that has none."""
+    files = list(files)
+    results: dict[str, Parsed] = {}
+    missing: list[SourceFile] = []
+    for src in files:
+        cached = cache.get(src.blob)
+        if cached is None:
+            missing.append(src)
+        else:
+            results[src.path] = cached
+    cache.hits += len(files) - len(missing)
+    cache.misses += len(missing)
+    jobs = jobs or os.cpu_count() or 1
+    if len(missing) >= _PARALLEL_THRESHOLD and jobs > 1:
+        # Largest files first so the pool's tail is short.
+        missing.sort(key=lambda s: -len(s.data))
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            payloads = pool.map(_parse_to_bytes, (s.data for s in missing), chunksize=8)
+            for src, payload in zip(missing, payloads, strict=True):
+                cache.put(src.blob, payload)
+                results[src.path] = pickle.loads(payload)
+    else:
+        for src in missing:
+            payload = _parse_to_bytes(src.data)
+            cache.put(src.blob, payload)
+            results[src.path] = pickle.loads(payload)
+    summaries = {path: r.summary for path, r in results.items() if r.summary is not None}
+    errors = [ErrorRecord(path, r.error) for path, r in results.items() if r.error]
+    return summaries, sorted(errors)
