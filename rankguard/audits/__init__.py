@@ -1,0 +1,1 @@
+"""Analyses: pure functions of the `Program` (and config), no I/O."""

@@ -1,0 +1,49 @@
+"""Which functions a round reaches by calls (callbacks run elsewhere and are not followed)."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections import deque
+from collections.abc import Sequence
+
+from rankguard.audits.chains import Hop
+from rankguard.model.program import FunctionRecord, Program
+
+FOLLOWED = ("call", "fallback")
+
+
+def match_rounds(program: Program, patterns: Sequence[str]) -> list[FunctionRecord]:
+    """Functions whose qualified name matches a pattern and that contain a loop."""
+    from rankguard.audits.rounds import round_loop
+
+    return [
+        record
+        for record in program.iter_functions()
+        if not record.is_module_body
+        and any(fnmatch.fnmatchcase(record.qualname, pat) for pat in patterns)
+        and round_loop(record) is not None
+    ]
+
+
+def reach_from(program: Program, roots: Sequence[str]) -> dict[str, list[Hop]]:
+    """Every function reachable from `roots`, with a shortest chain (roots map to [])."""
+    chains: dict[str, list[Hop]] = {root: [] for root in roots if root in program.functions}
+    queue = deque(sorted(chains))
+    graph = program.graph
+    while queue:
+        caller = queue.popleft()
+        edges = sorted(
+            (data["line"], callee)
+            for _, callee, data in graph.out_edges(caller, data=True)
+            if data["kind"] in FOLLOWED and callee in program.functions
+        )
+        for line, callee in edges:
+            if callee not in chains:
+                path = program.functions[caller].path
+                chains[callee] = [*chains[caller], Hop(caller, path, line)]
+                queue.append(callee)
+    return chains
+
+
+def reach_from_rounds(program: Program, patterns: Sequence[str]) -> dict[str, list[Hop]]:
+    return reach_from(program, [r.qualname for r in match_rounds(program, patterns)])

@@ -1,0 +1,36 @@
+"""What several sub-commands do the same way: load config and program, write output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from rankguard.adapters.sources import read_directory
+from rankguard.config import Config, load
+from rankguard.errors import ErrorRecord
+from rankguard.model import Program, load_program
+from rankguard.model.load import make_cache
+
+
+def load_config(args: argparse.Namespace, start: Path) -> Config:
+    return load(args.config, start)
+
+
+def load_from_path(args: argparse.Namespace, path: Path) -> tuple[Config, Program]:
+    config = load_config(args, path)
+    cache = make_cache(config, args.cache_dir, enabled=not args.no_cache)
+    tree = read_directory(path, config.exclude)
+    return config, load_program(tree, config, cache)
+
+
+def emit_json(payload: dict[str, Any], out=None) -> None:
+    json.dump(payload, out or sys.stdout, indent=2, sort_keys=True)
+    (out or sys.stdout).write("\n")
+
+
+def print_errors(errors: list[ErrorRecord]) -> None:
+    for error in errors:
+        print(f"rankguard: {error.path}: {error.message}", file=sys.stderr)

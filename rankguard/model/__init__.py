@@ -1,0 +1,6 @@
+"""The whole-program model: modules, classes, functions, resolved calls and the call graph."""
+
+from rankguard.model.load import load_path, load_program
+from rankguard.model.program import FunctionRecord, Program, Target
+
+__all__ = ["FunctionRecord", "Program", "Target", "load_path", "load_program"]

@@ -1,0 +1,146 @@
+"""The whole-program model that every analysis reads.
+
+Built once from per-file summaries (`build`), it holds every module, class and function under a
+qualified name, each call site's resolved targets (kept unresolved, with their text, when we
+cannot tell), and a networkx call graph whose edges say how they were found: `call`, `callback`
+(a callable passed or stored as a value: it runs later, elsewhere) or `fallback` (the only class
+that defines a method of that name).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import networkx as nx
+
+from rankguard.errors import ErrorRecord
+from rankguard.summary.ir import CallSite, ClassInfo, FileSummary, FunctionInfo, Segs, Stmt
+
+
+@dataclass
+class ModuleRecord:
+    name: str
+    path: str
+    summary: FileSummary
+
+    @property
+    def is_package(self) -> bool:
+        return self.path.endswith(("__init__.py", "__init__.pyi"))
+
+
+@dataclass
+class FunctionRecord:
+    qualname: str  # module-qualified; module-level code is the module's own name
+    module: str
+    path: str
+    info: FunctionInfo
+
+    @property
+    def is_module_body(self) -> bool:
+        return self.qualname == self.module
+
+    @property
+    def local_name(self) -> str:
+        return self.info.qualname
+
+
+@dataclass
+class ClassRecord:
+    qualname: str
+    module: str
+    path: str
+    info: ClassInfo
+    bases: list[str] = field(default_factory=list)  # resolved base classes in the program
+    external_bases: list[str] = field(default_factory=list)
+    methods: dict[str, str] = field(default_factory=dict)  # name -> function qualname
+
+
+class Target(NamedTuple):
+    """One thing a call site may invoke. `kind` is the graph edge kind; `via` refines a call
+    edge (`dispatch`: a callable held in the attribute being called; `subclass`: found on a
+    class derived from the receiver's)."""
+
+    name: str
+    kind: str = "call"
+    via: str | None = None
+
+
+class Resolved(NamedTuple):
+    call: CallSite
+    targets: tuple[Target, ...]
+
+
+@dataclass
+class Program:
+    root: str
+    modules: dict[str, ModuleRecord]
+    functions: dict[str, FunctionRecord]
+    classes: dict[str, ClassRecord]
+    errors: list[ErrorRecord]
+    graph: nx.MultiDiGraph
+    calls: dict[str, list[Resolved]]  # function qualname -> its call sites, resolved
+    unresolved: list[tuple[str, str, str, int]]  # (caller, text, path, line)
+    subclasses: dict[str, set[str]]
+    _resolver: object = field(default=None, repr=False)
+
+    def resolve_target(self, caller: str, target: Segs) -> list[str]:
+        """Functions a call spelled `target` inside `caller` may invoke (empty: unresolved)."""
+        resolver = self._resolver
+        if resolver is None:
+            from rankguard.model.resolve import Resolver
+
+            resolver = self._resolver = Resolver(self)
+        record = self.functions.get(caller)
+        if record is None:
+            return []
+        call = CallSite(target, 0, 0)
+        return sorted(
+            {t.name for t in resolver.call_targets(record, call) if t.name in self.functions}
+        )
+
+    def resolved_calls(self, function: str) -> list[Resolved]:
+        return self.calls.get(function, [])
+
+    def targets_of(self, function: str, call: CallSite) -> tuple[Target, ...]:
+        for resolved in self.calls.get(function, ()):
+            if resolved.call is call:
+                return resolved.targets
+        return ()
+
+    def mro(self, cls: str) -> list[str]:
+        """C3-ish linearisation over the classes we know (depth-first, left to right)."""
+        order: list[str] = []
+        stack = [cls]
+        seen: set[str] = set()
+        while stack:
+            name = stack.pop(0)
+            if name in seen or name not in self.classes:
+                continue
+            seen.add(name)
+            order.append(name)
+            stack[0:0] = self.classes[name].bases
+        return order
+
+    def function_at(self, path: str, line: int) -> FunctionRecord | None:
+        """The innermost function whose body holds `line` of `path`."""
+        best: FunctionRecord | None = None
+        for record in self.functions.values():
+            info = record.info
+            if record.path == path and info.line <= line <= info.end_line:
+                if best is None or info.line >= best.info.line:
+                    best = record
+        return best
+
+    def iter_functions(self) -> Iterator[FunctionRecord]:
+        for name in sorted(self.functions):
+            yield self.functions[name]
+
+
+def walk_calls(body: tuple[Stmt, ...]) -> Iterator[CallSite]:
+    """Every call in a statement list, in program order, headers before bodies."""
+    for stmt in body:
+        yield from stmt.calls
+        for block in stmt.blocks:
+            yield from walk_calls(block)

@@ -1,0 +1,28 @@
+"""What a name or expression may stand for, as far as static resolution can tell."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+BUILTIN_PREFIX = "<builtin>."
+
+
+class Value(NamedTuple):
+    """kind: module | class | function | instance | external | builtin.
+
+    `name` is a qualified name in the program (module, class, function), the class of an
+    instance, or the dotted import path of something outside the program. `bound` is the class
+    a method was looked up on (for `self.m`), so the method's own `self` is typed precisely.
+    """
+
+    kind: str
+    name: str
+    bound: str | None = None
+    via: str | None = None  # how it was found, when not plainly: "fallback", "dispatch"
+
+    def member(self, attr: str) -> Value:
+        return Value("external", f"{self.name}.{attr}")
+
+
+def external(name: str) -> Value:
+    return Value("external", name)
