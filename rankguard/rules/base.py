@@ -40,12 +40,13 @@ class Example:
         ]
 
 
-def Valid(code: str, **config: Any) -> Example:  # noqa: N802 - reads like Fixit's
+def example(code: str, **config: Any) -> Example:
+    """`example(code, rounds=[...])`: config keys in snake_case, as kebab-case keys."""
     return Example(code, {k.replace("_", "-"): v for k, v in config.items()})
 
 
-def Invalid(code: str, **config: Any) -> Example:  # noqa: N802
-    return Example(code, {k.replace("_", "-"): v for k, v in config.items()})
+# Read like Fixit's: `VALID = [Valid("...")]`, `INVALID = [Invalid("...")]`.
+Valid = Invalid = example
 
 
 def fingerprint(*parts: str) -> str:

@@ -306,5 +306,5 @@ def extract_emissions(tree: ast.Module, source: str) -> dict[str, object]:
     """Every emitting or candidate call site of a module, in source order."""
     collector = _Collector()
     collector.visit(tree)
-    sites = sorted(set(collector.found), key=lambda e: (e.line, e.function, e.kind, e.callee))
+    sites = sorted(set(collector.found), key=lambda e: (e.line, e.end_line, e.kind, e.callee, e))
     return {"version": FACT_VERSION, "sites": tuple(sites)}
