@@ -78,11 +78,13 @@ def is_excluded(relpath: str, patterns: Iterable[str]) -> bool:
 
 
 def module_names(paths: Iterable[str], prefix: tuple[str, ...] = ()) -> dict[str, str]:
-    """Dotted module name for each posix path, from the `__init__.py` files among `paths`.
+    """Dotted module name for each posix path, as Python would import it.
 
-    A file's package chain is the run of folders above it that hold an `__init__.py`; folders
-    above the top package are not part of the name. `prefix` names the packages that enclose the
-    root itself (when the user points at `sglang/srt`, the prefix is `sglang`).
+    A file's name runs from the topmost folder above it that holds an `__init__.py`, so folders
+    without one inside a package (PEP 420 namespace packages, as in sglang/srt) still count.
+    `prefix` names the packages that enclose the root itself (pointing at `sglang/srt`, the
+    prefix is `sglang.srt`) and then heads every name; a file under no package is named by its
+    path from the root.
     """
     paths = list(paths)
     package_dirs = {
@@ -91,27 +93,40 @@ def module_names(paths: Iterable[str], prefix: tuple[str, ...] = ()) -> dict[str
     names: dict[str, str] = {}
     for p in paths:
         pure = PurePosixPath(p)
-        parts: list[str] = [] if pure.stem == "__init__" else [pure.stem]
-        folder = pure.parent
-        while str(folder) != "." and str(folder) in package_dirs:
-            parts.append(folder.name)
-            folder = folder.parent
-        chain = list(reversed(parts))
-        if str(folder) == "." and "." in package_dirs:
-            # The chain reached the analysed root and the root is itself a package.
-            chain = [*prefix, *chain]
-        names[p] = ".".join(chain) or pure.stem
+        folders = [str(f) for f in pure.parents]  # innermost first, ending with "."
+        top = next((f for f in reversed(folders) if f in package_dirs), None)
+        rel = pure.with_suffix("").parts
+        if top is not None and top != "." and not prefix:
+            start = len(PurePosixPath(top).parts) - 1
+            parts = list(rel[start:])
+        else:
+            parts = [*prefix, *rel]
+        if parts and parts[-1] == "__init__":
+            parts.pop()
+        names[p] = ".".join(parts) or pure.stem
     return names
 
 
+_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
 def _enclosing_packages(folder: Path) -> tuple[str, ...]:
-    """Package names above `folder` when `folder` is itself inside a package."""
-    names: list[str] = []
+    """Package names from the topmost enclosing package down to `folder` itself.
+
+    `folder` may be a namespace folder inside a package (sglang/srt has no `__init__.py`, its
+    parent does). The walk stops at a project root marker, which is never a package.
+    """
+    chain: list[Path] = []
     here = folder.resolve()
-    while (here / "__init__.py").is_file():
-        names.append(here.name)
+    for _ in range(12):
+        chain.append(here)
+        if here.parent == here or any((here / m).exists() for m in _PROJECT_MARKERS):
+            break
         here = here.parent
-    return tuple(reversed(names))
+    packaged = [i for i, d in enumerate(chain) if (d / "__init__.py").is_file()]
+    if not packaged:
+        return ()
+    return tuple(d.name for d in reversed(chain[: packaged[-1] + 1]))
 
 
 def _walk(root: Path, exclude: tuple[str, ...], errors: list[ErrorRecord]) -> list[str]:
@@ -224,10 +239,11 @@ def read_revision(
     prefix: tuple[str, ...] = ()
     if subdir:
         parts = PurePosixPath(subdir.strip("/")).parts
-        for i in range(len(parts), 0, -1):
-            if not _has_init(commit.tree, "/".join(parts[:i])):
-                break
-            prefix = (parts[i - 1], *prefix)
+        packaged = [
+            i for i in range(len(parts)) if _has_init(commit.tree, "/".join(parts[: i + 1]))
+        ]
+        if packaged:
+            prefix = tuple(parts[packaged[0] :])
     names = module_names(blobs, prefix)
     files = [
         SourceFile(rel, names[rel], blob.data_stream.read(), blob.hexsha)

@@ -24,6 +24,21 @@ _MAX_TYPES = 4
 _IN_PROGRESS = object()
 
 
+def _loops(body: tuple[Stmt, ...]):
+    for stmt in body:
+        if stmt.kind == "loop" and stmt.targets:
+            yield stmt
+        for block in stmt.blocks:
+            yield from _loops(block)
+
+
+def _iterated(stmt: Stmt) -> Segs | None:
+    """The reference a `for` loop iterates, when it is a plain dotted name."""
+    if len(stmt.reads) == 1 and ".".join(stmt.reads[0]) == stmt.text:
+        return stmt.reads[0]
+    return None
+
+
 def _assigns(body: tuple[Stmt, ...]):
     for stmt in body:
         if stmt.kind == "assign":
@@ -195,6 +210,17 @@ class Resolver:
             for target in stmt.targets:
                 if len(target) == 1 and target[0] not in table:
                     assigned[target[0]].extend(self._assigned_value(fn, stmt))
+        # `for x in self.items:` where `items: List[T]`: x is a T.
+        for stmt in _loops(fn.info.body):
+            source = _iterated(stmt)
+            if source is None or len(stmt.targets) != 1 or len(stmt.targets[0]) != 1:
+                continue
+            name = stmt.targets[0][0]
+            if name in table:
+                continue
+            for value in self.evaluate(fn, source):
+                if value.kind == "items" and value.bound:
+                    assigned[name].append(Value(value.bound, value.name))
         for name, values in assigned.items():
             if values:
                 table[name] = _dedupe(values)
@@ -206,6 +232,8 @@ class Resolver:
             return []
         if shape[0] == "annotated":
             return list(self._instances(fn, shape[1]))
+        if shape[0] == "items":  # a container of T: `bound` carries the element's kind
+            return [Value("items", v.name, bound=v.kind) for v in self._instances(fn, shape[1])]
         if shape[0] == "call":
             if len(shape) > 2:  # annotated and called: trust the annotation
                 return list(self._instances(fn, shape[2]))
@@ -236,8 +264,11 @@ class Resolver:
             if seg == CALL:
                 values = _dedupe(v for value in values for v in self._call_result(value))
             elif seg == SUBSCRIPT:
+                items = tuple(
+                    Value(v.bound, v.name) for v in values if v.kind == "items" and v.bound
+                )
                 values = tuple(v for v in values if v.kind == "external")
-                values = tuple(external(v.name + "[]") for v in values)
+                values = items + tuple(external(v.name + "[]") for v in values)
             else:
                 values = _dedupe(v for value in values for v in self.attribute(value, seg))
         return values
@@ -421,7 +452,7 @@ class Resolver:
                 targets.append(Target(held, kind, "dispatch"))
         if not targets:
             targets.extend(self._fallback(call.target, kind))
-        return sorted(set(targets))
+        return sorted(set(targets), key=lambda t: (t.name, t.kind, t.via or ""))
 
     def _fallback(self, segs: Segs, kind: str) -> list[Target]:
         from rankguard.model.program import Target

@@ -55,7 +55,7 @@ def reference(node: ast.AST) -> Segs:
             out.append(node.id)
             break
         elif isinstance(node, ast.Call):
-            if isinstance(node.func, ast.Name) and node.func.id == "super" and not node.args:
+            if _is_super(node):
                 out.append("super()")
                 break
             out.append(CALL)
@@ -119,6 +119,48 @@ def annotation_ref(node: ast.AST | None) -> Segs | None:
     return None
 
 
+_CONTAINERS = frozenset(
+    (
+        "List",
+        "list",
+        "Sequence",
+        "MutableSequence",
+        "Iterable",
+        "Iterator",
+        "Deque",
+        "deque",
+        "Set",
+        "set",
+        "FrozenSet",
+        "frozenset",
+        "Collection",
+    )
+)
+
+
+def element_ref(node: ast.AST | None) -> Segs | None:
+    """The element class of a one-type container annotation: `List[T]`, `list[T]`, `Deque[T]`.
+
+    Kept apart from `annotation_ref` so `self.works: List[Work]` never types `self.works` as a
+    `Work`; only iterating it (`for w in self.works`) or subscripting it yields one.
+    """
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if not isinstance(node, ast.Subscript):
+        return None
+    head = reference(node.value)
+    if not head or head[-1] not in _CONTAINERS or isinstance(node.slice, ast.Tuple):
+        return None
+    return annotation_ref(node.slice)
+
+
+def _is_super(node: ast.Call) -> bool:
+    return isinstance(node.func, ast.Name) and node.func.id == "super" and not node.args
+
+
 class _Reads(ast.NodeVisitor):
     """Collects, in evaluation order, the calls and maximal references of an expression."""
 
@@ -135,7 +177,8 @@ class _Reads(ast.NodeVisitor):
             if isinstance(func, ast.Subscript):
                 self.visit(func.slice)
             func = func.value
-        if isinstance(func, ast.Call) or not isinstance(func, ast.Name):
+        # `super()` is a lookup, not a call worth an edge.
+        if not isinstance(func, ast.Name) and not (isinstance(func, ast.Call) and _is_super(func)):
             self.visit(func)
         target = reference(node.func)
         if target and target[0] not in (OPAQUE,) and len(target) > 0:
@@ -488,6 +531,8 @@ class _Builder:
                 shape = ("annotated", ann)
             elif ann:
                 shape = (*shape, ann)
+            elif element_ref(node.annotation) is not None:
+                shape = ("items", element_ref(node.annotation))
         if shape[0] == "ref" and isinstance(value, (ast.Name, ast.Attribute)):
             self._value_refs[-1].append((shape[1], node.lineno))
         reads = list(r.reads)

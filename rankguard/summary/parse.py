@@ -26,7 +26,7 @@ from rankguard.summary.extract import summarize
 from rankguard.summary.ir import FileSummary
 
 # Bump when the summary's shape or meaning changes: it invalidates every cache entry.
-SUMMARY_VERSION = "1"
+SUMMARY_VERSION = "2"
 _PARALLEL_THRESHOLD = 24
 
 
@@ -53,6 +53,13 @@ def decode(data: bytes) -> str:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
+        # Undecodable first lines land here too; decoding names the offending byte.
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            raise ValueError(
+                f"not valid UTF-8: byte 0x{data[bad.start]:02x} at offset {bad.start}"
+            ) from bad
         raise ValueError(f"bad encoding declaration: {exc}") from exc
     try:
         return data.decode(encoding)

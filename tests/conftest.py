@@ -1,0 +1,43 @@
+"""Shared fixtures: tiny programs written to a temporary tree and analysed statically."""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from rankguard.adapters.sources import read_directory
+from rankguard.config import Config
+from rankguard.model import Program, load_program
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "toysched"
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip("\n"))
+    return root
+
+
+@pytest.fixture
+def program_of(tmp_path: Path) -> Callable[..., Program]:
+    """`program_of({"pkg/__init__.py": "", "pkg/m.py": "..."})` -> the analysed Program."""
+
+    def build(files: dict[str, str], config: Config | None = None) -> Program:
+        write_tree(tmp_path, files)
+        config = config or Config()
+        return load_program(read_directory(tmp_path, config.exclude), config)
+
+    return build
+
+
+def callees(program: Program, caller: str, kind: str | None = None) -> set[str]:
+    return {
+        callee
+        for _, callee, data in program.graph.out_edges(caller, data=True)
+        if kind is None or data["kind"] == kind
+    }

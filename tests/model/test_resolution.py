@@ -1,0 +1,283 @@
+"""Each resolution rule of the call graph, as a small program beside the edges it must yield."""
+
+from __future__ import annotations
+
+from tests.conftest import callees
+
+
+def test_functions_methods_and_nested_functions(program_of):
+    program = program_of(
+        {
+            "pkg/__init__.py": "",
+            "pkg/m.py": """
+                def helper():
+                    pass
+
+                def outer():
+                    def inner():
+                        helper()
+                    inner()
+
+                class C:
+                    def a(self):
+                        self.b()
+                    def b(self):
+                        pass
+            """,
+        }
+    )
+    assert callees(program, "pkg.m.outer") == {"pkg.m.outer.<locals>.inner"}
+    assert callees(program, "pkg.m.outer.<locals>.inner") == {"pkg.m.helper"}
+    assert callees(program, "pkg.m.C.a") == {"pkg.m.C.b"}
+
+
+def test_imports_absolute_relative_alias_and_reexport(program_of):
+    program = program_of(
+        {
+            "pkg/__init__.py": "from .impl import work as exported\n",
+            "pkg/impl.py": "def work():\n    pass\n",
+            "pkg/sub/__init__.py": "",
+            "pkg/sub/user.py": """
+                import pkg.impl
+                import pkg.impl as alias
+                from .. import exported
+                from ..impl import work as w
+                from pkg import exported as again
+
+                def go():
+                    pkg.impl.work()
+                    alias.work()
+                    exported()
+                    w()
+                    again()
+            """,
+        }
+    )
+    edges = [(c, d["line"]) for _, c, d in program.graph.out_edges("pkg.sub.user.go", data=True)]
+    assert sorted(edges) == [("pkg.impl.work", line) for line in range(8, 13)]
+
+
+def test_self_method_through_mixin_in_another_module(program_of):
+    program = program_of(
+        {
+            "pkg/__init__.py": "",
+            "pkg/mixin.py": """
+                class PPMixin:
+                    def event_loop_pp(self):
+                        self.recv_batch()
+            """,
+            "pkg/sched.py": """
+                from pkg.mixin import PPMixin
+
+                class Scheduler(PPMixin):
+                    def recv_batch(self):
+                        pass
+            """,
+        }
+    )
+    assert callees(program, "pkg.mixin.PPMixin.event_loop_pp") == {"pkg.sched.Scheduler.recv_batch"}
+
+
+def test_annotated_self_in_mixin(program_of):
+    program = program_of(
+        {
+            "pkg/__init__.py": "",
+            "pkg/mixin.py": """
+                from __future__ import annotations
+                from typing import TYPE_CHECKING
+                if TYPE_CHECKING:
+                    from pkg.sched import Scheduler
+
+                class M:
+                    def loop(self: Scheduler):
+                        self.step()
+            """,
+            "pkg/sched.py": """
+                from pkg.mixin import M
+
+                class Scheduler(M):
+                    def step(self):
+                        pass
+            """,
+        }
+    )
+    assert callees(program, "pkg.mixin.M.loop") == {"pkg.sched.Scheduler.step"}
+
+
+def test_super_and_constructors(program_of):
+    program = program_of(
+        {
+            "pkg/__init__.py": "",
+            "pkg/m.py": """
+                class Base:
+                    def __init__(self):
+                        pass
+                    def run(self):
+                        pass
+
+                class Child(Base):
+                    def __init__(self):
+                        super().__init__()
+                    def run(self):
+                        super().run()
+
+                def make():
+                    return Child()
+            """,
+        }
+    )
+    assert callees(program, "pkg.m.Child.__init__") == {"pkg.m.Base.__init__"}
+    assert callees(program, "pkg.m.Child.run") == {"pkg.m.Base.run"}
+    assert callees(program, "pkg.m.make") == {"pkg.m.Child.__init__"}
+
+
+def test_attribute_types_from_assignments_annotations_and_returns(program_of):
+    program = program_of(
+        {
+            "pkg/__init__.py": "",
+            "pkg/parts.py": """
+                class Receiver:
+                    def recv(self):
+                        pass
+
+                class Group:
+                    def all_reduce(self):
+                        pass
+                    @property
+                    def peer(self) -> "Receiver":
+                        return Receiver()
+
+                _GROUP = None
+
+                def get_group() -> Group:
+                    return _GROUP
+            """,
+            "pkg/sched.py": """
+                from typing import Optional
+                from pkg.parts import Receiver, Group, get_group
+
+                class Scheduler:
+                    cache: Optional[Receiver]
+
+                    def __init__(self, group: Group):
+                        self.group = group
+                        self.init_parts()
+
+                    def init_parts(self):
+                        self.receiver = Receiver()
+                        self.tp = get_group()
+
+                    def loop(self):
+                        self.receiver.recv()
+                        self.group.all_reduce()
+                        self.tp.all_reduce()
+                        self.cache.recv()
+                        self.tp.peer.recv()
+                        get_group().all_reduce()
+            """,
+        }
+    )
+    got = sorted(
+        (d["line"], c) for _, c, d in program.graph.out_edges("pkg.sched.Scheduler.loop", data=True)
+    )
+    assert got == [
+        (16, "pkg.parts.Receiver.recv"),
+        (17, "pkg.parts.Group.all_reduce"),
+        (18, "pkg.parts.Group.all_reduce"),
+        (19, "pkg.parts.Receiver.recv"),
+        (20, "pkg.parts.Receiver.recv"),
+        (21, "pkg.parts.Group.all_reduce"),
+        (21, "pkg.parts.get_group"),
+    ]
+
+
+def test_fallback_edge_is_marked(program_of):
+    program = program_of(
+        {
+            "pkg/__init__.py": "",
+            "pkg/m.py": """
+                class OnlyOne:
+                    def very_specific(self):
+                        pass
+
+                def use(thing):
+                    thing.very_specific()
+            """,
+        }
+    )
+    assert callees(program, "pkg.m.use", "fallback") == {"pkg.m.OnlyOne.very_specific"}
+    assert callees(program, "pkg.m.use", "call") == set()
+
+
+def test_callables_passed_as_values_are_callback_edges(program_of):
+    program = program_of(
+        {
+            "pkg/__init__.py": "",
+            "pkg/m.py": """
+                import threading
+
+                class Dispatcher:
+                    def __init__(self, table):
+                        self.table = table
+                    def __call__(self, obj):
+                        pass
+
+                class S:
+                    def __init__(self):
+                        self.t = threading.Thread(target=self.watch)
+                        self.dispatch = Dispatcher([(int, self.on_int)])
+                    def watch(self):
+                        pass
+                    def on_int(self, x):
+                        pass
+                    def loop(self):
+                        self.dispatch(1)
+            """,
+        }
+    )
+    assert callees(program, "pkg.m.S.__init__", "callback") == {"pkg.m.S.watch", "pkg.m.S.on_int"}
+    # Calling the table reaches what it holds: a call edge, refined as a dispatch.
+    dispatch = {
+        c: d.get("via")
+        for _, c, d in program.graph.out_edges("pkg.m.S.loop", data=True)
+        if d["kind"] == "call"
+    }
+    assert dispatch == {"pkg.m.Dispatcher.__call__": None, "pkg.m.S.on_int": "dispatch"}
+
+
+def test_unresolved_calls_are_kept_with_their_text(program_of):
+    program = program_of(
+        {
+            "pkg/__init__.py": "",
+            "pkg/m.py": """
+                def f(x):
+                    x.mystery_method_nobody_defines()
+            """,
+        }
+    )
+    assert ("pkg.m.f", "x.mystery_method_nobody_defines", "pkg/m.py", 2) in program.unresolved
+
+
+def test_externals_keep_their_import_path(program_of):
+    program = program_of(
+        {
+            "pkg/__init__.py": "",
+            "pkg/m.py": """
+                import torch.distributed as dist
+                from torch.distributed import all_reduce
+                import torch
+
+                def f(t):
+                    dist.broadcast(t, 0)
+                    all_reduce(t)
+                    torch.distributed.barrier()
+                    print("x")
+            """,
+        }
+    )
+    assert callees(program, "pkg.m.f") == {
+        "torch.distributed.broadcast",
+        "torch.distributed.all_reduce",
+        "torch.distributed.barrier",
+        "<builtin>.print",
+    }
