@@ -137,8 +137,8 @@ def format_parts(text: str) -> list[Part] | None:
         for literal, name, spec, conversion in string.Formatter().parse(text):
             parts.append((False, literal))
             if name is not None:
-                field = name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "")
-                parts.append((True, "{" + field + "}"))
+                conv = f"!{conversion}" if conversion else ""
+                parts.append((True, "{" + name + conv + (f":{spec}" if spec else "") + "}"))
     except ValueError:
         return None
     return parts
