@@ -1,3 +1,3 @@
-from rankguard.cli import main
+from rankguard.cli import entry
 
-raise SystemExit(main())
+entry()

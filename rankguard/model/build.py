@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-import networkx as nx
-
 from rankguard.adapters.sources import SourceTree
 from rankguard.errors import ErrorRecord
 from rankguard.model.program import (
@@ -14,15 +12,25 @@ from rankguard.model.program import (
     ModuleRecord,
     Program,
     Resolved,
+    Target,
     walk_calls,
 )
 from rankguard.model.resolve import Resolver
 from rankguard.summary.ir import FileSummary
 
+# What resolution learned, keyed so it can be cached beside the summaries and re-applied:
+# class links, each function's call targets in `walk_calls` order, callbacks, unresolved calls.
+Resolution = dict[str, object]
+
 
 def build_program(
-    tree: SourceTree, summaries: dict[str, FileSummary], errors: list[ErrorRecord]
-) -> Program:
+    tree: SourceTree,
+    summaries: dict[str, FileSummary],
+    errors: list[ErrorRecord],
+    resolution: Resolution | None = None,
+) -> tuple[Program, Resolution]:
+    """The program, resolved afresh or (when `resolution` is given) from a cached resolution
+    of exactly these summaries."""
     modules: dict[str, ModuleRecord] = {}
     duplicate: list[ErrorRecord] = []
     for src in sorted(tree.files, key=lambda f: (f.path.endswith(".pyi"), f.path)):
@@ -31,10 +39,9 @@ def build_program(
             continue
         if src.module in modules:
             # A stub beside its module, or two roots with the same package: keep the first.
+            first = modules[src.module].path
             duplicate.append(
-                ErrorRecord(
-                    src.path, f"module {src.module} already read from {modules[src.module].path}"
-                )
+                ErrorRecord(src.path, f"module {src.module} already read from {first}")
             )
             continue
         modules[src.module] = ModuleRecord(src.module, src.path, summary)
@@ -51,10 +58,8 @@ def build_program(
     for record in functions.values():
         if record.info.cls:
             owner = classes.get(f"{record.module}.{record.info.cls}")
-            if (
-                owner is not None
-                and record.info.qualname == f"{record.info.cls}.{record.info.name}"
-            ):
+            direct = f"{record.info.cls}.{record.info.name}"
+            if owner is not None and record.info.qualname == direct:
                 owner.methods.setdefault(record.info.name, record.qualname)
 
     program = Program(
@@ -63,16 +68,48 @@ def build_program(
         functions=functions,
         classes=classes,
         errors=sorted([*errors, *duplicate]),
-        graph=nx.MultiDiGraph(),
         calls={},
+        callbacks={},
         unresolved=[],
         subclasses={},
     )
+    if resolution is not None:
+        _apply(program, resolution)
+        return program, resolution
     resolver = Resolver(program)
     program._resolver = resolver
     _link_classes(program, resolver)
     _resolve_calls(program, resolver)
-    return program
+    return program, _record(program)
+
+
+def _record(program: Program) -> Resolution:
+    return {
+        "classes": {q: (c.bases, c.external_bases) for q, c in program.classes.items()},
+        "subclasses": program.subclasses,
+        "calls": {
+            q: [tuple(tuple(t) for t in r.targets) for r in resolved]
+            for q, resolved in program.calls.items()
+        },
+        "callbacks": program.callbacks,
+        "unresolved": program.unresolved,
+    }
+
+
+def _apply(program: Program, resolution: Resolution) -> None:
+    for qual, (bases, external_bases) in resolution["classes"].items():  # type: ignore[union-attr]
+        program.classes[qual].bases = list(bases)
+        program.classes[qual].external_bases = list(external_bases)
+    program.subclasses = resolution["subclasses"]  # type: ignore[assignment]
+    calls: dict[str, list] = resolution["calls"]  # type: ignore[assignment]
+    for qual, record in program.functions.items():
+        targets = calls.get(qual, [])
+        program.calls[qual] = [
+            Resolved(call, tuple(Target(*t) for t in found))
+            for call, found in zip(walk_calls(record.info.body), targets, strict=True)
+        ]
+    program.callbacks = resolution["callbacks"]  # type: ignore[assignment]
+    program.unresolved = resolution["unresolved"]  # type: ignore[assignment]
 
 
 def _link_classes(program: Program, resolver: Resolver) -> None:
@@ -101,33 +138,18 @@ def _link_classes(program: Program, resolver: Resolver) -> None:
 
 
 def _resolve_calls(program: Program, resolver: Resolver) -> None:
-    graph = program.graph
     for qual in sorted(program.functions):
         record = program.functions[qual]
-        graph.add_node(qual)
         resolved: list[Resolved] = []
         for call in walk_calls(record.info.body):
             targets = tuple(resolver.call_targets(record, call))
             resolved.append(Resolved(call, targets))
             if not targets:
                 program.unresolved.append((qual, call.text, record.path, call.line))
-            for target in targets:
-                graph.add_edge(
-                    qual,
-                    target.name,
-                    kind=target.kind,
-                    via=target.via,
-                    path=record.path,
-                    line=call.line,
-                    col=call.col,
-                )
         program.calls[qual] = resolved
-        seen: set[tuple[str, int]] = set()
+        callbacks: dict[tuple[str, int], None] = {}
         for segs, line in record.info.value_refs:
             for name in resolver.value_ref_targets(record, segs):
-                if (name, line) in seen:
-                    continue
-                seen.add((name, line))
-                graph.add_edge(
-                    qual, name, kind="callback", via=None, path=record.path, line=line, col=0
-                )
+                callbacks.setdefault((name, line), None)
+        if callbacks:
+            program.callbacks[qual] = list(callbacks)

@@ -79,11 +79,47 @@ class Program:
     functions: dict[str, FunctionRecord]
     classes: dict[str, ClassRecord]
     errors: list[ErrorRecord]
-    graph: nx.MultiDiGraph
     calls: dict[str, list[Resolved]]  # function qualname -> its call sites, resolved
+    callbacks: dict[str, list[tuple[str, int]]]  # function -> (callable it passes on, line)
     unresolved: list[tuple[str, str, str, int]]  # (caller, text, path, line)
     subclasses: dict[str, set[str]]
     _resolver: object = field(default=None, repr=False)
+    _graph: nx.MultiDiGraph | None = field(default=None, repr=False)
+
+    @property
+    def graph(self) -> nx.MultiDiGraph:
+        """The call graph, built on first use from the resolved calls (most audits only walk
+        `calls`, so a warm run does not pay for a few hundred thousand edge dictionaries)."""
+        if self._graph is None:
+            graph = nx.MultiDiGraph()
+            graph.add_nodes_from(sorted(self.functions))
+            for caller in sorted(self.calls):
+                path = self.functions[caller].path
+                for call, targets in self.calls[caller]:
+                    graph.add_edges_from(
+                        (
+                            caller,
+                            t.name,
+                            {
+                                "kind": t.kind,
+                                "via": t.via,
+                                "path": path,
+                                "line": call.line,
+                                "col": call.col,
+                            },
+                        )
+                        for t in targets
+                    )
+                graph.add_edges_from(
+                    (
+                        caller,
+                        name,
+                        {"kind": "callback", "via": None, "path": path, "line": line, "col": 0},
+                    )
+                    for name, line in self.callbacks.get(caller, ())
+                )
+            self._graph = graph
+        return self._graph
 
     def resolve_target(self, caller: str, target: Segs) -> list[str]:
         """Functions a call spelled `target` inside `caller` may invoke (empty: unresolved)."""
@@ -128,9 +164,9 @@ class Program:
         best: FunctionRecord | None = None
         for record in self.functions.values():
             info = record.info
-            if record.path == path and info.line <= line <= info.end_line:
-                if best is None or info.line >= best.info.line:
-                    best = record
+            inside = record.path == path and info.line <= line <= info.end_line
+            if inside and (best is None or info.line >= best.info.line):
+                best = record
         return best
 
     def iter_functions(self) -> Iterator[FunctionRecord]:

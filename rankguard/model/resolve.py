@@ -60,7 +60,7 @@ class Resolver:
 
     # -- module namespaces ----------------------------------------------------
     def _module_globals(self, module: str) -> dict[str, list]:
-        """name -> list of binders: ("def", qualname) | ("import", ImportInfo) | ("assign", Stmt)."""
+        """name -> binders: ("def", qualname) | ("import", ImportInfo) | ("assign", Stmt)."""
         cached = self._globals.get(module)
         if cached is not None:
             return cached

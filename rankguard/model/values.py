@@ -10,8 +10,9 @@ BUILTIN_PREFIX = "<builtin>."
 class Value(NamedTuple):
     """kind: module | class | function | instance | external | builtin | items.
 
-    `items` is a container annotated with one element type (`List[T]`): `name` is the element's
-    name and `bound` the element's kind, so iterating or subscripting it yields `Value(bound, name)`.
+    `items` is a container annotated with one element type (`List[T]`): `name` is the
+    element's name and `bound` the element's kind, so iterating or subscripting it yields
+    `Value(bound, name)`.
 
     `name` is a qualified name in the program (module, class, function), the class of an
     instance, or the dotted import path of something outside the program. `bound` is the class
