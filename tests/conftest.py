@@ -41,3 +41,28 @@ def callees(program: Program, caller: str, kind: str | None = None) -> set[str]:
         for _, callee, data in program.graph.out_edges(caller, data=True)
         if kind is None or data["kind"] == kind
     }
+
+
+@pytest.fixture(scope="session")
+def sglang_srt() -> Path:
+    """sglang 0.5.23's `sglang/srt`, for the opt-in acceptance tests.
+
+    Set RANKGUARD_CORPUS to the folder ../shared/corpus/get-corpus.sh prints; without it these
+    tests are skipped, so the suite never depends on a corpus being present.
+    """
+    import os
+
+    root = os.environ.get("RANKGUARD_CORPUS")
+    if not root:
+        pytest.skip("set RANKGUARD_CORPUS to run acceptance tests on sglang 0.5.23")
+    path = Path(root) / "sglang" / "srt"
+    if not path.is_dir():
+        pytest.skip(f"{path}: no sglang/srt there")
+    return path
+
+
+@pytest.fixture(scope="session")
+def sglang_rounds_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    config = tmp_path_factory.mktemp("sglang") / "rankguard.toml"
+    config.write_text('[tool.rankguard]\nrounds = ["*.event_loop_normal", "*.event_loop_pp"]\n')
+    return config

@@ -6,17 +6,26 @@ from typing import NamedTuple
 
 
 class Hop(NamedTuple):
-    """`function` made the call at `path:line` (the last hop: the call in question)."""
+    """`function` made the call at `path:line` (the last hop: the call in question).
+
+    `edge` says how the call was resolved when that is weaker than a plain call: "fallback"
+    (the only class defining that method name) or "dispatch" (a callable held in a table).
+    """
 
     function: str
     path: str
     line: int
+    edge: str | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {"function": self.function, "path": self.path, "line": self.line}
+        out: dict[str, object] = {"function": self.function, "path": self.path, "line": self.line}
+        if self.edge:
+            out["edge"] = self.edge
+        return out
 
     def text(self) -> str:
-        return f"{self.function} ({self.path}:{self.line})"
+        mark = f" [{self.edge}]" if self.edge else ""
+        return f"{self.function} ({self.path}:{self.line}){mark}"
 
 
 def chain_json(chain: list[Hop] | tuple[Hop, ...]) -> list[dict[str, object]]:

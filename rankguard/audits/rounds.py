@@ -105,7 +105,8 @@ class CollectiveReach:
             for target in self.program.targets_of(record.qualname, call):
                 if target.kind not in FOLLOWED:
                     continue
-                hop = Hop(record.qualname, record.path, call.line)
+                edge = "fallback" if target.kind == "fallback" else target.via
+                hop = Hop(record.qualname, record.path, call.line, edge)
                 kind = self.catalog.kind(target.name)
                 if kind is not None:
                     site = CollectiveSite(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 from collections import defaultdict
+from importlib import resources
 from typing import TYPE_CHECKING
 
 from rankguard.model.values import BUILTIN_PREFIX, Value, external
@@ -20,6 +21,19 @@ if TYPE_CHECKING:
     from rankguard.model.program import FunctionRecord, Program, Target
 
 _BUILTINS = frozenset(dir(builtins))
+
+
+def _common_method_names() -> frozenset[str]:
+    text = resources.files("rankguard.model").joinpath("common_methods.txt").read_text("utf-8")
+    shipped = {
+        word for line in text.splitlines() if not line.startswith("#") for word in line.split()
+    }
+    for kind in (str, bytes, list, dict, set, tuple, int, float, object):
+        shipped.update(name for name in dir(kind) if not name.startswith("_"))
+    return frozenset(shipped)
+
+
+COMMON_METHODS = _common_method_names()
 _MAX_TYPES = 4
 _IN_PROGRESS = object()
 
@@ -199,8 +213,13 @@ class Resolver:
             return table
         params = fn.info.params
         for index, param in enumerate(params):
+            items = getattr(param, "items", None)  # absent from summaries cached before it
             if param.annotation:
                 table[param.name] = self._instances(fn, param.annotation)
+            elif items:
+                table[param.name] = tuple(
+                    Value("items", v.name, bound=v.kind) for v in self._instances(fn, items)
+                )
             elif index == 0 and fn.info.cls and not _is_static(fn):
                 cls = f"{fn.module}.{fn.info.cls}"
                 kind = "class" if _is_classmethod(fn) else "instance"
@@ -458,6 +477,8 @@ class Resolver:
         from rankguard.model.program import Target
 
         if len(segs) < 2 or segs[-1] in (CALL, SUBSCRIPT) or segs[-1].startswith("__"):
+            return []
+        if segs[-1] in COMMON_METHODS:  # most likely a library object's method
             return []
         if self._method_owners is None:
             owners: dict[str, list[str]] = defaultdict(list)

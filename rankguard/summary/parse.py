@@ -9,6 +9,7 @@ can share one cache; an entry that fails to load is treated as missing and rebui
 from __future__ import annotations
 
 import ast
+import hashlib
 import io
 import os
 import pickle
@@ -25,8 +26,20 @@ from rankguard.errors import ErrorRecord
 from rankguard.summary.extract import summarize
 from rankguard.summary.ir import FileSummary
 
-# Bump when the summary's shape or meaning changes: it invalidates every cache entry.
-SUMMARY_VERSION = "2"
+
+def _code_fingerprint() -> str:
+    """A hash of the code that produces summaries and resolutions: editing it (a new extractor,
+    a resolver fix) invalidates what the old code cached, with no version to remember to bump."""
+    digest = hashlib.sha1()
+    package = Path(__file__).resolve().parent.parent
+    for folder in ("summary", "model"):
+        for path in sorted((package / folder).glob("*")):
+            if path.suffix in (".py", ".txt"):
+                digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+CODE_VERSION = _code_fingerprint()
 _PARALLEL_THRESHOLD = 24
 
 
@@ -95,7 +108,7 @@ class SummaryCache:
 
     def __init__(self, directory: Path | None, config_digest: str) -> None:
         self.directory = directory
-        self.salt = f"{__version__}-{SUMMARY_VERSION}-{config_digest}"
+        self.salt = f"{__version__}-{CODE_VERSION}-{config_digest}"
         self.hits = 0
         self.misses = 0
 
