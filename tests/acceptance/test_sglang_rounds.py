@@ -18,7 +18,8 @@ S = "sglang.srt."
 NORMAL = S + "managers.scheduler.Scheduler.event_loop_normal"
 PP = S + "managers.scheduler_pp_mixin.SchedulerPPMixin.event_loop_pp"
 INGEST = S + "managers.scheduler.Scheduler.ingest_requests"
-RECV = S + "managers.scheduler_components.request_receiver.SchedulerRequestReceiver.recv_requests"
+RECEIVER = S + "managers.scheduler_components.request_receiver.SchedulerRequestReceiver"
+RECV = RECEIVER + ".recv_requests"
 
 # (round, primitive, file of the primitive, functions of the chain from the round down)
 VERIFIED = [
@@ -31,8 +32,7 @@ VERIFIED = [
             NORMAL,
             INGEST,
             RECV,
-            S + "managers.scheduler_components.request_receiver.SchedulerRequestReceiver."
-            "_broadcast_reqs_across_ranks",
+            RECEIVER + "._broadcast_reqs_across_ranks",
             S + "distributed.communication_op.attn_cp_tp_broadcast_pyobj",
             S + "utils.common.broadcast_pyobj",
         ],
@@ -46,8 +46,7 @@ VERIFIED = [
             PP,
             INGEST,
             RECV,
-            S
-            + "managers.scheduler_components.request_receiver.SchedulerRequestReceiver._pull_raw_reqs",
+            RECEIVER + "._pull_raw_reqs",
             S + "utils.common.point_to_point_pyobj",
         ],
     ),
