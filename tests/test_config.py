@@ -37,7 +37,7 @@ def test_unknown_key_names_the_key(tmp_path: Path):
 def test_toml_syntax_error_names_the_file(tmp_path: Path):
     cfg = tmp_path / "x.toml"
     cfg.write_text("[tool.rankguard\n")
-    with pytest.raises(InputError, match="x.toml: TOML syntax error"):
+    with pytest.raises(InputError, match=r"x\.toml: TOML syntax error"):
         load(cfg, tmp_path)
 
 

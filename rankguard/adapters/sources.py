@@ -155,7 +155,11 @@ def _walk(root: Path, exclude: tuple[str, ...], errors: list[ErrorRecord]) -> li
             if is_excluded(rel, exclude):
                 continue
             if os.path.islink(full):
-                target = Path(full).resolve()
+                try:
+                    target = Path(full).resolve()
+                except (RuntimeError, OSError):  # a link that points back at itself
+                    errors.append(ErrorRecord(rel, "looping symbolic link"))
+                    continue
                 if not target.is_relative_to(real_root):
                     errors.append(ErrorRecord(rel, f"symbolic link out of the tree to {target}"))
                     continue
