@@ -307,11 +307,25 @@ class _Builder:
         positional = [*a.posonlyargs, *a.args]
         defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
         for arg, default in zip(positional, defaults, strict=False):
-            params.append(Param(arg.arg, annotation_ref(arg.annotation), _default_text(default)))
+            params.append(
+                Param(
+                    arg.arg,
+                    annotation_ref(arg.annotation),
+                    _default_text(default),
+                    element_ref(arg.annotation),
+                )
+            )
         if a.vararg:
             params.append(Param("*" + a.vararg.arg))
         for arg, default in zip(a.kwonlyargs, a.kw_defaults, strict=False):
-            params.append(Param(arg.arg, annotation_ref(arg.annotation), _default_text(default)))
+            params.append(
+                Param(
+                    arg.arg,
+                    annotation_ref(arg.annotation),
+                    _default_text(default),
+                    element_ref(arg.annotation),
+                )
+            )
         if a.kwarg:
             params.append(Param("**" + a.kwarg.arg))
         decorators = tuple(

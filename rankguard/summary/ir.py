@@ -76,6 +76,7 @@ class Param:
     name: str
     annotation: Segs | None = None
     default: str | None = None
+    items: Segs | None = None  # element class of a `List[T]`-like annotation
 
 
 @dataclass(slots=True)

@@ -1,0 +1,1 @@
+"""Renderers: findings and reports as SARIF, Markdown, HTML."""

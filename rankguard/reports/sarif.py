@@ -1,0 +1,106 @@
+"""SARIF 2.1.0 for GitHub code scanning: one run, rules with descriptions and help, results with
+`partialFingerprints` (our line-free fingerprint) and the call chain as a code flow."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rankguard import __version__
+from rankguard.errors import ErrorRecord
+from rankguard.rules.base import Finding, Rule
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+FINGERPRINT_KEY = "rankguard/v1"
+
+
+def _location(path: str, line: int, message: str | None = None) -> dict[str, Any]:
+    loc: dict[str, Any] = {
+        "physicalLocation": {
+            "artifactLocation": {"uri": path, "uriBaseId": "%SRCROOT%"},
+            "region": {"startLine": max(int(line), 1)},
+        }
+    }
+    if message:
+        loc["message"] = {"text": message}
+    return loc
+
+
+def _rule(rule: type[Rule]) -> dict[str, Any]:
+    help_text = rule.help or rule.description
+    return {
+        "id": rule.name,
+        "name": "".join(part.capitalize() for part in rule.name.split("-")),
+        "shortDescription": {"text": rule.description},
+        "fullDescription": {"text": help_text},
+        "help": {"text": help_text, "markdown": help_text},
+        "defaultConfiguration": {"level": "warning"},
+    }
+
+
+def _result(finding: Finding, rule_index: dict[str, int]) -> dict[str, Any]:
+    result: dict[str, Any] = {
+        "ruleId": finding.rule,
+        "level": "warning",
+        "message": {"text": finding.message},
+        "locations": [_location(finding.path, finding.line)],
+        "partialFingerprints": {FINGERPRINT_KEY: finding.fingerprint},
+    }
+    if finding.rule in rule_index:
+        result["ruleIndex"] = rule_index[finding.rule]
+    chain = finding.extra.get("chain") or []
+    if chain:
+        steps = [
+            {"location": _location(hop["path"], hop["line"], f"in {hop['function']}")}
+            for hop in chain
+        ]
+        result["codeFlows"] = [{"threadFlows": [{"locations": steps}]}]
+    collective = finding.extra.get("collective")
+    if isinstance(collective, dict) and "path" in collective:
+        result["relatedLocations"] = [
+            {
+                "id": 1,
+                **_location(
+                    collective["path"], collective["line"], f"collective {collective['callee']}"
+                ),
+            }
+        ]
+    props = {k: finding.extra[k] for k in ("round", "confidence", "cadenced") if k in finding.extra}
+    if props:
+        result["properties"] = props
+    return result
+
+
+def render(
+    findings: Sequence[Finding], rules: Sequence[type[Rule]], errors: Sequence[ErrorRecord] = ()
+) -> dict[str, Any]:
+    ordered = sorted(rules, key=lambda r: r.name)
+    rule_index = {rule.name: i for i, rule in enumerate(ordered)}
+    invocation: dict[str, Any] = {"executionSuccessful": not errors}
+    if errors:
+        invocation["toolExecutionNotifications"] = [
+            {
+                "level": "error",
+                "message": {"text": error.message},
+                "locations": [_location(error.path, 1)],
+            }
+            for error in errors
+        ]
+    return {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "rankguard",
+                        "version": __version__,
+                        "informationUri": "https://pypi.org/project/rankguard/",
+                        "rules": [_rule(rule) for rule in ordered],
+                    }
+                },
+                "invocations": [invocation],
+                "results": [_result(f, rule_index) for f in sorted(findings)],
+            }
+        ],
+    }

@@ -1,0 +1,175 @@
+"""Rule `blocking-before-collective`: a call that can stall this rank while its peers wait.
+
+One finding per round and blocking call site: the collective it delays first (in the round's
+execution order) is `collective`, every collective it may delay is listed in `collectives`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+from rankguard.audits.blocking import Pair, analysis_for
+from rankguard.audits.chains import chain_json, chain_key
+from rankguard.rules.base import (
+    Example,
+    Finding,
+    Invalid,
+    Rule,
+    RuleContext,
+    Valid,
+    fingerprint,
+)
+
+_HEAD = """\
+import gc, queue, subprocess, threading, time
+from concurrent.futures import Future
+import torch
+import torch.distributed as dist
+import zmq
+"""
+
+
+def _loop(*body: str, before: str = "", after: str = "    dist.barrier()\n") -> str:
+    """A module whose `S.event_loop` round runs `body`, then a barrier, then `after`'s tail."""
+    lines = "".join(f"            {line}\n" for line in body)
+    tail = "".join(f"        {line}\n" for line in after.splitlines())
+    return (
+        f"{_HEAD}\n{before}\nclass S:\n    def event_loop(self):\n        while True:\n"
+        f"{lines}{tail}"
+    )
+
+
+class BlockingBeforeCollective(Rule):
+    name = "blocking-before-collective"
+    description = (
+        "A call that can block this rank between the round start (or the previous collective) "
+        "and a collective."
+    )
+    help = (
+        "Every rank waits in a collective until the slowest rank enters it, so a call that can "
+        "stall one rank (driver query, device sync, blocking receive, Work.wait, sleep, file "
+        "I/O, lock, queue get without timeout, gc) stalls the whole group. Move the call after "
+        "the round's last collective, bound it (timeout, NOBLOCK), make it asynchronous, or keep "
+        "its result cached; a cadenced call is still reported because the round it runs in still "
+        "stalls. Suppress a reviewed call with `# rankguard: ignore[blocking-before-collective] "
+        "reason` on the call line or on any call line of its chain."
+    )
+
+    VALID: ClassVar[list[Example]] = [
+        # Work after the round's last collective is the round tail: not a region.
+        Valid(_loop("dist.barrier()", "time.sleep(1)", after="")),
+        # CPU tensors: created on the CPU, or already moved there.
+        Valid(_loop("t = torch.tensor([1], device='cpu')", "n = t.item()")),
+        Valid(_loop("x = torch.ones(3)", "y = x.tolist()")),
+        # Non-blocking receives and bounded waits.
+        Valid(_loop("m = self.sock.recv_pyobj(zmq.NOBLOCK)", before="")),
+        Valid(_loop("m = self.sock.recv(flags=zmq.DONTWAIT)")),
+        Valid(_loop("q = queue.Queue()", "a = q.get(timeout=0.1)", "b = q.get(block=False)")),
+        Valid(_loop("q = queue.Queue()", "a = q.get(False)")),
+        Valid(_loop("f = Future()", "r = f.result(timeout=5)")),
+        # A name that merely says barrier is neither collective nor blocking.
+        Valid(
+            _loop("self.round_barrier()", before="")
+            + "\n    def round_barrier(self):\n        self.n = 1\n"
+        ),
+        # Joining a thread known to be dead returns at once.
+        Valid(
+            _loop(
+                "t = threading.Thread(target=print)",
+                "if not t.is_alive():",
+                "    t.join()",
+            )
+        ),
+        # A thread target is a callback: it runs elsewhere, not in the round.
+        Valid(
+            _loop("threading.Thread(target=self.worker).start()")
+            + "\n    def worker(self):\n        time.sleep(1)\n"
+        ),
+        # Waived in config.
+        Valid(_loop("gc.collect()"), non_blocking=["gc.collect"]),
+        # An unresolved call into code without source is not a finding.
+        Valid(_loop("self.runner.forward()")),
+    ]
+
+    INVALID: ClassVar[list[Example]] = [
+        Invalid(_loop("free = torch.cuda.mem_get_info()  # expect")),
+        Invalid(
+            _loop("s = torch.cuda.memory_stats()  # expect", "torch.cuda.empty_cache()  # expect")
+        ),
+        Invalid(_loop("torch.cuda.synchronize()  # expect")),
+        Invalid(_loop("t = torch.ones(1, device='cuda')", "v = t.item()  # expect")),
+        # The copy to the host is the sync; `.item()` on its result is not another one.
+        Invalid(_loop("c = torch.zeros(2, device='cuda').cpu()  # expect", "n = c.item()")),
+        Invalid(_loop("ev = torch.cuda.Event()", "ev.synchronize()  # expect")),
+        Invalid(_loop("w = dist.isend(torch.ones(1), dst=1)", "w.wait()  # expect")),
+        Invalid(_loop("m = zmq.Context().socket(zmq.PULL).recv()  # expect")),
+        Invalid(_loop("q = queue.Queue()", "item = q.get()  # expect")),
+        Invalid(_loop("time.sleep(0.1)  # expect")),
+        Invalid(_loop("with open('/tmp/x') as f:  # expect", "    data = f.read()")),
+        Invalid(_loop("subprocess.run(['true'])  # expect")),
+        Invalid(_loop("lock = threading.Lock()", "lock.acquire()  # expect")),
+        Invalid(_loop("f = Future()", "r = f.result()  # expect")),
+        Invalid(_loop("t = threading.Thread(target=print)", "t.join()  # expect")),
+        Invalid(_loop("gc.collect()  # expect")),
+        # Through calls, branches and early returns; one finding per blocking call.
+        Invalid(
+            _loop("self.step()", before="")
+            + "\n    def step(self):\n        if self.idle:\n            return\n"
+            "        time.sleep(1)  # expect\n"
+        ),
+        # Cadenced (time guard) calls are still reported.
+        Invalid(
+            _loop("now = time.monotonic()", "if now - self._t >= 30:", "    gc.collect()  # expect")
+        ),
+        # Users extend the catalog.
+        Invalid(
+            _loop(
+                "Pool().drain()  # expect",
+                before="class Pool:\n    def drain(self):\n        pass\n",
+            ),
+            blocking=[
+                {"name": "*.Pool.drain", "kind": "pool-drain", "reason": "waits for the pool"}
+            ],
+        ),
+    ]
+
+    def check(self, context: RuleContext) -> Iterable[Finding]:
+        analysis = analysis_for(context)
+        include_tail = bool(context.options.get("include_round_tail"))
+        for rnd in context.rounds:
+            regions = analysis.regions(rnd, include_tail)
+            grouped: dict[tuple[str, int, int, str], list[Pair]] = {}
+            for pair in regions.pairs:
+                grouped.setdefault(pair.blocking.key, []).append(pair)
+            for pairs in grouped.values():
+                yield _finding(self.name, rnd.function.qualname, pairs)
+
+
+def _finding(rule: str, round_name: str, pairs: list[Pair]) -> Finding:
+    first = pairs[0]
+    call = first.blocking
+    site = first.site
+    cadence = f" (cadenced: {call.cadenced})" if call.cadenced else ""
+    unsure = f" [confidence {call.confidence}: {call.note}]" if call.confidence != "high" else ""
+    more = f" and {len(pairs) - 1} other collective(s)" if len(pairs) > 1 else ""
+    message = (
+        f"`{call.text}` ({call.kind}: {call.reason}) may stall this rank before "
+        f"`{site.callee}` at {site.path}:{site.line}{more}, where every peer waits{cadence}{unsure}"
+    )
+    extra: dict[str, Any] = {
+        "round": round_name,
+        "collective": {**site.to_json(), "kind": site.kind, "chain": chain_json(first.chain)},
+        "collectives": [
+            {**p.site.to_json(), "kind": p.site.kind, "chain": chain_json(p.chain)} for p in pairs
+        ],
+        "blocking": call.to_json(),
+        "chain": chain_json(call.chain),
+        "cadenced": call.cadenced is not None,
+        "cadence": call.cadenced,
+        "confidence": call.confidence,
+        "confidence_note": call.note,
+        "round_tail": first.tail,
+    }
+    key = fingerprint(rule, round_name, call.callee, call.kind, chain_key(call.chain))
+    return Finding(call.path, call.line, rule, message, key, extra)

@@ -1,0 +1,396 @@
+"""blocking-before-collective on fixture programs: lines marked `# expect` are the findings."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rankguard.rules.blocking_before_collective import BlockingBeforeCollective
+from tests.check.helpers import HEAD, check_files, marked_lines
+
+RULE = [BlockingBeforeCollective]
+
+
+def _run(tmp_path: Path, body: str, settings: dict[str, Any] | None = None, **options: Any):
+    code = HEAD + textwrap.dedent(body)
+    result = check_files(tmp_path, {"mod.py": code}, RULE, settings, **options)
+    return code, result
+
+
+def _assert_marked(tmp_path: Path, body: str, settings: dict[str, Any] | None = None) -> list:
+    code, result = _run(tmp_path, body, settings)
+    got = sorted(f.line for f in result.findings)
+    assert got == marked_lines(code), "\n".join(f"{f.line}: {f.message}" for f in result.findings)
+    return result.findings
+
+
+# -- every catalog kind ------------------------------------------------------------------------
+KINDS = {
+    "driver-query": "free = torch.cuda.mem_get_info()",
+    "driver-query-snapshot": "snap = torch.cuda.memory_snapshot()",
+    "driver-query-reserved": "r = torch.cuda.memory_reserved()",
+    "driver-query-allocated": "a = torch.cuda.memory_allocated()",
+    "nvml": "import pynvml; h = pynvml.nvmlDeviceGetMemoryInfo(None)",
+    "empty-cache": "torch.cuda.empty_cache()",
+    "device-sync": "torch.cuda.synchronize()",
+    "stream-sync": "torch.cuda.current_stream().synchronize()",
+    "event-sync": "torch.cuda.Event().synchronize()",
+    "tolist": "ids = torch.ones(2, device='cuda').tolist()",
+    "numpy": "arr = torch.ones(2, device='cuda').numpy()",
+    "work-wait": "dist.irecv(torch.ones(1), src=0).wait()",
+    "zmq": "msg = zmq.Context().socket(zmq.PULL).recv_multipart()",
+    "socket": "import socket; data = socket.socket().recv(10)",
+    "queue": "item = queue.Queue().get()",
+    "future": "r = Future().result()",
+    "join": "threading.Thread(target=print).join()",
+    "lock": "threading.RLock().acquire()",
+    "event-wait": "threading.Event().wait()",
+    "sleep": "time.sleep(1)",
+    "open": "f = open('x')",
+    "path": "import pathlib; t = pathlib.Path('x').read_text()",
+    "json-dump": "import json; json.dump({}, f)",
+    "subprocess": "out = subprocess.check_output(['ls'])",
+    "gc": "gc.collect()",
+}
+
+
+@pytest.mark.parametrize("line", list(KINDS.values()), ids=list(KINDS))
+def test_every_catalog_kind_is_reported(tmp_path: Path, line: str):
+    findings = _assert_marked(
+        tmp_path,
+        f"""
+        def event_loop():
+            while True:
+                {line}  # expect
+                dist.barrier()
+        """,
+    )
+    assert findings[0].extra["confidence"] == "high"
+
+
+def test_with_lock_acquires(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        class S:
+            def __init__(self):
+                self._lock = threading.Lock()
+
+            def event_loop(self):
+                while True:
+                    with self._lock:  # expect
+                        pass
+                    dist.barrier()
+        """,
+    )
+
+
+# -- precision ---------------------------------------------------------------------------------
+def test_precision_cases_are_not_reported(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        class S:
+            def round_barrier(self):
+                self.n = 1
+
+            def event_loop(self):
+                t = None
+                while True:
+                    size = torch.tensor([0], device="cpu")
+                    n = size.item()
+                    host = torch.zeros(3, device="cuda").cpu()  # expect
+                    v = host.tolist()
+                    w = torch.empty(4).numpy()
+                    m = self.sock.recv_pyobj(zmq.NOBLOCK)
+                    m2 = zmq.Context().socket(zmq.PULL).recv(flags=zmq.DONTWAIT)
+                    q = queue.Queue()
+                    a = q.get(timeout=0.1)
+                    b = q.get(block=False)
+                    c = q.get(True, 5)
+                    r = Future().result(timeout=3)
+                    self.round_barrier()
+                    th = threading.Thread(target=print)
+                    if not th.is_alive():
+                        th.join()
+                    if th.is_alive():
+                        pass
+                    else:
+                        th.join()
+                    th.join(timeout=1)
+                    threading.Lock().acquire(blocking=False)
+                    dist.barrier()
+                    time.sleep(1)
+        """,
+    )
+
+
+def test_cpu_fact_is_path_sensitive(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        def event_loop(flag):
+            while True:
+                if flag:
+                    x = torch.ones(1, device="cuda")
+                else:
+                    x = torch.ones(1, device="cpu")
+                    y = x.item()
+                z = x.item()  # expect
+                dist.barrier()
+        """,
+    )
+
+
+def test_untyped_receivers_are_reported_with_low_confidence(tmp_path: Path):
+    findings = _assert_marked(
+        tmp_path,
+        """
+        def event_loop(model, stream, t: torch.Tensor):
+            while True:
+                ids = model.forward().tolist()  # expect
+                stream.synchronize()  # expect
+                n = t.item()  # expect
+                s = ",".join(["a"])
+                d = {}.get("k")
+                dist.barrier()
+        """,
+    )
+    confidence = {f.line: f.extra["confidence"] for f in findings}
+    assert sorted(confidence.values()) == ["low", "low", "medium"]
+    assert all(f.extra["confidence_note"] for f in findings)
+
+
+def test_config_extends_and_waives(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        def event_loop():
+            while True:
+                time.sleep(1)
+                gc.collect()
+                torch.cuda.set_device(0)  # expect
+                dist.barrier()
+        """,
+        {"blocking": ["torch.cuda.set_device"], "non-blocking": ["time.sleep", "gc.*"]},
+    )
+
+
+# -- regions -----------------------------------------------------------------------------------
+def test_each_call_pairs_with_the_next_collective_only(tmp_path: Path):
+    _, result = _run(
+        tmp_path,
+        """
+        def event_loop():
+            while True:
+                time.sleep(1)
+                dist.broadcast(None, 0)
+                gc.collect()
+                dist.all_reduce(None)
+                torch.cuda.synchronize()
+        """,
+    )
+    pairs = {
+        (f.extra["blocking"]["callee"], f.extra["collective"]["callee"]) for f in result.findings
+    }
+    assert pairs == {
+        ("time.sleep", "torch.distributed.broadcast"),
+        ("gc.collect", "torch.distributed.all_reduce"),
+    }
+    tail = check_files(tmp_path, {}, RULE, include_round_tail=True)
+    extra = [f for f in tail.findings if f.extra["round_tail"]]
+    assert [(f.extra["blocking"]["callee"], f.extra["collective"]["callee"]) for f in extra] == [
+        ("torch.cuda.synchronize", "torch.distributed.broadcast")
+    ]
+
+
+def test_branches_early_returns_and_wrappers(tmp_path: Path):
+    findings = _assert_marked(
+        tmp_path,
+        """
+        def sync(x):
+            if x is None:
+                return
+            dist.all_reduce(x)
+
+        def maybe_sleep(idle):
+            if idle:
+                time.sleep(1)  # expect
+                return
+            dist.barrier()
+
+        def event_loop(idle):
+            while True:
+                if idle:
+                    gc.collect()  # expect
+                else:
+                    pass
+                sync(idle)
+                maybe_sleep(idle)
+                open("x")  # expect
+                dist.broadcast(None, 0)
+        """,
+    )
+    by_line = {f.extra["blocking"]["callee"]: f for f in findings}
+    # gc.collect pairs with the wrapper's all_reduce; the wrapper is a collective site, so the
+    # sleep on maybe_sleep's early-return path pairs with the broadcast after it.
+    assert by_line["gc.collect"].extra["collective"]["callee"] == "torch.distributed.all_reduce"
+    assert by_line["time.sleep"].extra["collective"]["callee"] == "torch.distributed.broadcast"
+    assert [h["line"] for h in by_line["time.sleep"].extra["chain"]] == [
+        by_line["time.sleep"].extra["chain"][0]["line"],
+        by_line["time.sleep"].line,
+    ]
+
+
+def test_loops_try_finally_and_with(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        import contextlib
+
+        @contextlib.contextmanager
+        def stamp(name):
+            yield
+
+        def event_loop(items):
+            while True:
+                for item in items:
+                    if item:
+                        break
+                    dist.barrier()
+                    time.sleep(1)  # expect
+                try:
+                    x = open("f")  # expect
+                except OSError:
+                    gc.collect()  # expect
+                finally:
+                    torch.cuda.synchronize()  # expect
+                with stamp("sync"):
+                    subprocess.run(["true"])  # expect
+                    dist.all_reduce(None)
+                if not items:
+                    continue
+                dist.barrier()
+        """,
+    )
+
+
+def test_continue_makes_a_tail_and_break_leaves_the_round(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        def event_loop(stop):
+            while True:
+                dist.barrier()
+                if stop:
+                    time.sleep(1)
+                    break
+                gc.collect()  # expect
+                if stop > 1:
+                    continue
+                dist.all_reduce(None)
+        """,
+    )
+
+
+def test_recursion_and_cycles_terminate(tmp_path: Path):
+    findings = _assert_marked(
+        tmp_path,
+        """
+        def ping(n):
+            time.sleep(1)  # expect
+            if n:
+                pong(n - 1)
+
+        def pong(n):
+            gc.collect()  # expect
+            ping(n)
+            dist.barrier()
+
+        def walk(node):
+            if node:
+                walk(node.left)
+                torch.cuda.synchronize()  # expect
+                walk(node.right)
+
+        def event_loop():
+            while True:
+                walk(None)
+                dist.broadcast(None, 0)
+                ping(3)
+        """,
+    )
+    assert {f.extra["collective"]["callee"] for f in findings} == {
+        "torch.distributed.broadcast",
+        "torch.distributed.barrier",
+    }
+
+
+def test_callbacks_and_lambdas_do_not_run_in_the_round(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        def slow():
+            time.sleep(1)
+
+        def event_loop(pool):
+            while True:
+                threading.Thread(target=slow).start()
+                cb = lambda: gc.collect()
+                dist.barrier()
+        """,
+    )
+
+
+# -- cadence -----------------------------------------------------------------------------------
+def test_cadenced_calls_are_reported_and_marked(tmp_path: Path):
+    findings = _assert_marked(
+        tmp_path,
+        """
+        @functools.lru_cache(maxsize=1)
+        def cached_free():
+            return torch.cuda.mem_get_info()  # expect
+
+        @functools.cache
+        def cached_stats():
+            return torch.cuda.memory_stats()  # expect
+
+        def every(seconds):
+            return True
+
+        def helper():
+            gc.collect()  # expect
+
+        class S:
+            @functools.cached_property
+            def width(self):
+                return torch.cuda.memory_reserved()  # expect
+
+            def event_loop(self):
+                while True:
+                    now = time.monotonic()
+                    if now - self._last >= 30:
+                        torch.cuda.empty_cache()  # expect
+                    if time.monotonic() - self._t > self.interval:
+                        torch.cuda.synchronize()  # expect
+                    cached_free()
+                    cached_stats()
+                    helper()
+                    w = self.width
+                    time.sleep(0.1)  # expect
+                    dist.barrier()
+        """,
+        {"cadence-helpers": ["*.helper"]},
+    )
+    cadence = {f.extra["blocking"]["callee"]: f.extra["cadence"] for f in findings}
+    assert cadence["time.sleep"] is None
+    assert cadence["torch.cuda.mem_get_info"] == "lru_cache on `cached_free`"
+    assert cadence["torch.cuda.memory_stats"] == "cache on `cached_stats`"
+    assert cadence["torch.cuda.memory_reserved"] == "cached_property on `S.width`"
+    assert "cadence helper" in cadence["gc.collect"]
+    assert "self._last" in cadence["torch.cuda.empty_cache"]
+    assert "self._t" in cadence["torch.cuda.synchronize"]
+    assert all(f.extra["cadenced"] == (f.extra["cadence"] is not None) for f in findings)
