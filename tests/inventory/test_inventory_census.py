@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 
 import pytest
-from conftest import History, inventory_md, line_of
+from tests.inventory.conftest import History, inventory_md, line_of
 
 from rankguard.audits.inventory import census as census_mod
 from rankguard.audits.inventory.census import Tally, scan_log

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import History, git, inventory_md, line_of
+from tests.inventory.conftest import History, git, inventory_md, line_of
 
 from rankguard.cli import main
 
