@@ -143,39 +143,15 @@ def sweep(name: str, corpus: Corpus, cache: Path) -> dict:
     inventory = sample_inventory(tree, work)
     log = work / "boot.log"
     log.write_text("\n".join(f"INFO line {i} of a boot log" for i in range(1000)) + "\n")
+    at_head = ["--repo", str(repo), "--pin", "HEAD", *common, "--format", "json"]
     commands = {
         "rounds": [*rg, "rounds", str(tree), *common, "--format", "json"],
         "graph": [*rg, "graph", str(tree), *common, "--format", "json"],
         "check": [*rg, "check", str(tree), *common, "--format", "json"],
         "staleness": [*rg, "staleness", str(tree), *common, "--format", "json"],
         "fix stamp-watchdog": [*rg, "fix", "stamp-watchdog", str(tree), *common],
-        "inventory relocate": [
-            *rg,
-            "inventory",
-            "relocate",
-            str(inventory),
-            "--repo",
-            str(repo),
-            "--pin",
-            "HEAD",
-            *common,
-            "--format",
-            "json",
-        ],
-        "inventory census": [
-            *rg,
-            "inventory",
-            "census",
-            str(inventory),
-            str(log),
-            "--repo",
-            str(repo),
-            "--pin",
-            "HEAD",
-            *common,
-            "--format",
-            "json",
-        ],
+        "inventory relocate": [*rg, "inventory", "relocate", str(inventory), *at_head],
+        "inventory census": [*rg, "inventory", "census", str(inventory), str(log), *at_head],
     }
     report: dict = {"tree": str(tree), "files": sum(1 for _ in tree.rglob("*.py")), "commands": {}}
     for label, argv in commands.items():

@@ -306,26 +306,15 @@ class _Builder:
         a = node.args
         positional = [*a.posonlyargs, *a.args]
         defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
-        for arg, default in zip(positional, defaults, strict=False):
-            params.append(
-                Param(
-                    arg.arg,
-                    annotation_ref(arg.annotation),
-                    _default_text(default),
-                    element_ref(arg.annotation),
-                )
-            )
+
+        def param(arg: ast.arg, default: ast.expr | None) -> Param:
+            ann = arg.annotation
+            return Param(arg.arg, annotation_ref(ann), _default_text(default), element_ref(ann))
+
+        params += [param(arg, default) for arg, default in zip(positional, defaults, strict=True)]
         if a.vararg:
             params.append(Param("*" + a.vararg.arg))
-        for arg, default in zip(a.kwonlyargs, a.kw_defaults, strict=False):
-            params.append(
-                Param(
-                    arg.arg,
-                    annotation_ref(arg.annotation),
-                    _default_text(default),
-                    element_ref(arg.annotation),
-                )
-            )
+        params += [param(arg, dflt) for arg, dflt in zip(a.kwonlyargs, a.kw_defaults, strict=True)]
         if a.kwarg:
             params.append(Param("**" + a.kwarg.arg))
         decorators = tuple(
