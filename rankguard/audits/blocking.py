@@ -225,8 +225,7 @@ class BlockingAnalysis:
         key = (record.qualname, ref)
         if key in self._property_memo:
             return self._property_memo[key]
-        self.program.resolve_target(record.qualname, ref)  # makes sure a resolver exists
-        resolver = self.program._resolver
+        resolver = self.program.resolver
         found: list[str] = []
         for owner in resolver.evaluate(record, ref[:-1]):  # type: ignore[attr-defined]
             if owner.kind != "instance":
@@ -491,7 +490,7 @@ class _Walk:
         items = [part.strip() for part in stmt.text.split(",")]
         found: dict[Key, BlockingCall] = {}
         self.a.program.resolve_target(self.fn, ("<none>",))
-        resolver = self.a.program._resolver
+        resolver = self.a.program.resolver
         for ref in stmt.reads:
             if ".".join(ref) not in items or CALL in ref:
                 continue

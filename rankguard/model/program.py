@@ -121,19 +121,29 @@ class Program:
             self._graph = graph
         return self._graph
 
-    def resolve_target(self, caller: str, target: Segs) -> list[str]:
-        """Functions a call spelled `target` inside `caller` may invoke (empty: unresolved)."""
-        resolver = self._resolver
-        if resolver is None:
+    @property
+    def resolver(self):  # -> rankguard.model.resolve.Resolver
+        """The resolver, created on first use (a program loaded from the resolution cache has
+        none until an analysis asks for one)."""
+        if self._resolver is None:
             from rankguard.model.resolve import Resolver
 
-            resolver = self._resolver = Resolver(self)
+            self._resolver = Resolver(self)
+        return self._resolver
+
+    def evaluate(self, caller: str, segs: Segs) -> tuple:
+        """The values (`rankguard.model.values.Value`) a reference may have inside `caller`."""
+        record = self.functions.get(caller)
+        return self.resolver.evaluate(record, segs) if record is not None else ()
+
+    def resolve_target(self, caller: str, target: Segs) -> list[str]:
+        """Functions a call spelled `target` inside `caller` may invoke (empty: unresolved)."""
         record = self.functions.get(caller)
         if record is None:
             return []
         call = CallSite(target, 0, 0)
         return sorted(
-            {t.name for t in resolver.call_targets(record, call) if t.name in self.functions}
+            {t.name for t in self.resolver.call_targets(record, call) if t.name in self.functions}
         )
 
     def resolved_calls(self, function: str) -> list[Resolved]:

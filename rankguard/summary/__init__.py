@@ -4,4 +4,5 @@ Importing the package registers every fact extractor, so every process computes 
 the same summary for the same content.
 """
 
-from rankguard.summary import emissions as emissions  # registers the "emissions" extractor
+from rankguard.summary import arith as arith  # registers the "arith" extractor (staleness)
+from rankguard.summary import emissions as emissions  # registers "emissions" (inventories)
