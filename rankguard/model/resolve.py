@@ -74,7 +74,8 @@ class Resolver:
 
     # -- module namespaces ----------------------------------------------------
     def _module_globals(self, module: str) -> dict[str, list]:
-        """name -> binders: ("def", qualname) | ("import", ImportInfo) | ("assign", Stmt)."""
+        """name -> binders: ("def", qualname) | ("class", qualname) | ("import", ImportInfo)
+        | ("assign", Stmt) | ("assign_in", (function qualname, Stmt))."""
         cached = self._globals.get(module)
         if cached is not None:
             return cached
@@ -97,6 +98,15 @@ class Resolver:
                     for target in stmt.targets:
                         if len(target) == 1:
                             table[target[0]].append(("assign", stmt))
+        # `global cdb` then `cdb = TorchBackend(...)` inside a function binds the module name.
+        for fn in summary.functions:
+            if not fn.global_names:
+                continue
+            qual = f"{module}.{fn.qualname}"
+            for stmt in _assigns(fn.body):
+                for target in stmt.targets:
+                    if len(target) == 1 and target[0] in fn.global_names:
+                        table[target[0]].append(("assign_in", (qual, stmt)))
         self._globals[module] = table
         return table
 
@@ -138,6 +148,8 @@ class Resolver:
                 body = self.p.functions.get(module)
                 if body is not None:
                     found.extend(self._assigned_value(body, what))
+            elif kind == "assign_in":
+                found.extend(self._assigned_value(self.p.functions[what[0]], what[1]))
         if not binders:
             sub = f"{module}.{name}"
             if sub in self.p.modules:

@@ -289,6 +289,7 @@ class _Builder:
     def __init__(self) -> None:
         self.summary = FileSummary()
         self._value_refs: list[list[tuple[Segs, int]]] = []
+        self._global_names: list[set[str]] = []
 
     # -- definitions -------------------------------------------------------
     def module(self, tree: ast.Module) -> None:
@@ -321,9 +322,11 @@ class _Builder:
             reference(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list
         )
         self._value_refs.append([])
+        self._global_names.append(set())
         # Python's own __qualname__ convention: `outer.<locals>.inner`.
         body = self.block(node.body, scope=f"{qualname}.<locals>", cls=None)
         refs = self._value_refs.pop()
+        global_names = tuple(sorted(self._global_names.pop()))
         self.summary.functions.append(
             FunctionInfo(
                 qualname,
@@ -337,6 +340,7 @@ class _Builder:
                 body,
                 tuple(refs),
                 isinstance(node, ast.AsyncFunctionDef),
+                global_names,
             )
         )
 
@@ -426,6 +430,10 @@ class _Builder:
         if isinstance(node, ast.Raise):
             r = self._exprs([node.exc, node.cause])
             return Stmt("raise", line, tuple(r.calls), reads=tuple(r.reads))
+        if isinstance(node, ast.Global):
+            if self._global_names:
+                self._global_names[-1].update(node.names)
+            return None
         if isinstance(node, ast.Break):
             return Stmt("break", line)
         if isinstance(node, ast.Continue):

@@ -92,6 +92,7 @@ class FunctionInfo:
     body: tuple[Stmt, ...]
     value_refs: tuple[tuple[Segs, int], ...] = ()  # callables passed or stored as values
     is_async: bool = False
+    global_names: tuple[str, ...] = ()  # names it declares `global` (and may rebind)
 
 
 @dataclass(slots=True)

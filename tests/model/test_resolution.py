@@ -281,3 +281,30 @@ def test_externals_keep_their_import_path(program_of):
         "torch.distributed.barrier",
         "<builtin>.print",
     }
+
+
+def test_module_global_rebound_inside_a_function(program_of):
+    # deepspeed.comm's shape: `cdb = None` at module level, set by `init_distributed`.
+    program = program_of(
+        {
+            "pkg/__init__.py": "",
+            "pkg/backend.py": """
+                class TorchBackend:
+                    def all_reduce(self, t):
+                        pass
+            """,
+            "pkg/comm.py": """
+                from pkg.backend import TorchBackend
+
+                cdb = None
+
+                def init_distributed():
+                    global cdb
+                    cdb = TorchBackend()
+
+                def all_reduce(t):
+                    return cdb.all_reduce(t)
+            """,
+        }
+    )
+    assert callees(program, "pkg.comm.all_reduce") == {"pkg.backend.TorchBackend.all_reduce"}
