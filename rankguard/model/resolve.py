@@ -422,6 +422,9 @@ class Resolver:
                 found.extend(self.call_results(holder, ann[1:]))
             else:
                 found.extend(self._instances(holder, ann))
+        for name, methods in record.info.tables:
+            if name == attr:
+                callables += [record.methods[m] for m in methods if m in record.methods]
         for method in record.methods.values():
             fn = self.p.functions[method]
             if not fn.info.params:
@@ -434,6 +437,10 @@ class Resolver:
                         for value in self.evaluate(fn, read):
                             if value.kind == "function":
                                 callables.append(value.name)
+                        if len(read) > 1 and read[0] == me:
+                            # `self.run = MethodType(self._MAP[kind], self)`: what the table
+                            # holds, this attribute may hold.
+                            callables.extend(self.held_callables(fn, read))
         result = _dedupe(found)[:_MAX_TYPES]
         self._attr_types[key] = result
         self._attr_callables[key] = tuple(sorted(set(callables)))

@@ -357,6 +357,7 @@ class _Builder:
                 for target in stmt.targets:
                     if isinstance(target, ast.Name):
                         attributes.append((target.id, ("()", *reference(stmt.value.func))))
+        tables = _method_tables(node)
         for stmt in node.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.function(stmt, qualname, qualname)
@@ -374,6 +375,7 @@ class _Builder:
                     reference(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list
                 ),
                 tuple(attributes),
+                tables,
             )
         )
         # Class bodies run at import time, with the module's code.
@@ -577,6 +579,23 @@ class _Builder:
                 self.summary.imports.append(
                     ImportInfo(scope, bound, node.module or "", node.level, alias.name, node.lineno)
                 )
+
+
+def _method_tables(node: ast.ClassDef) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Class attributes that are containers of the class's own methods (a dispatch table)."""
+    methods = {s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    tables = []
+    for stmt in node.body:
+        if not isinstance(stmt, ast.Assign) or not isinstance(
+            stmt.value, (ast.Dict, ast.List, ast.Tuple, ast.Set)
+        ):
+            continue
+        held = sorted(
+            {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name) and n.id in methods}
+        )
+        if held:
+            tables += [(t.id, tuple(held)) for t in stmt.targets if isinstance(t, ast.Name)]
+    return tuple(tables)
 
 
 def _all_names(tree: ast.Module) -> tuple[str, ...] | None:

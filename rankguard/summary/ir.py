@@ -103,6 +103,8 @@ class ClassInfo:
     bases: tuple[Segs, ...]
     decorators: tuple[Segs, ...]
     attributes: tuple[tuple[str, Segs], ...] = ()  # class-level `name: T` / `name = T(...)`
+    # Class-level tables of the class's own methods: `_MAP = {Kind: _handle_kind, ...}`.
+    tables: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(slots=True)

@@ -308,3 +308,37 @@ def test_module_global_rebound_inside_a_function(program_of):
         }
     )
     assert callees(program, "pkg.comm.all_reduce") == {"pkg.backend.TorchBackend.all_reduce"}
+
+
+def test_class_level_dispatch_table_through_method_type(program_of):
+    # deepspeed's PipelineEngine: instructions run through a class-level table of methods.
+    program = program_of(
+        {
+            "pkg/__init__.py": "",
+            "pkg/engine.py": """
+                from types import MethodType
+
+                class Engine:
+                    def _exec_send(self):
+                        pass
+
+                    def _exec_recv(self):
+                        pass
+
+                    _INSTRUCTION_MAP = {"send": _exec_send, "recv": _exec_recv}
+
+                    def _exec_schedule(self, cmds):
+                        for cmd in cmds:
+                            self._exec_instr = MethodType(self._INSTRUCTION_MAP[cmd], self)
+                            self._exec_instr()
+            """,
+        }
+    )
+    dispatched = {
+        callee
+        for _, callee, data in program.graph.out_edges(
+            "pkg.engine.Engine._exec_schedule", data=True
+        )
+        if data.get("via") == "dispatch"
+    }
+    assert dispatched == {"pkg.engine.Engine._exec_send", "pkg.engine.Engine._exec_recv"}
