@@ -1,0 +1,1 @@
+"""libcst codemods that repair what rankguard reports (`rankguard fix ...`)."""

@@ -1,0 +1,246 @@
+"""Rule `rank-divergent-collective`: a collective entered only under a rank-local condition.
+
+Ranks must never disagree on which collectives they enter. One finding per call that enters a
+collective (directly or through a wrapper) under a condition computed from rank-local data, at
+the call's line, naming the condition and the nearest rank-local source with its chain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+from rankguard.audits.divergence import DivergentCall, find_divergent_calls
+from rankguard.rules.base import Example, Finding, Invalid, Rule, RuleContext, Valid, fingerprint
+
+_HEAD = """\
+import os, random, time
+import torch
+import torch.distributed as dist
+
+"""
+
+
+def _round(*body: str, extra: str = "", head: str = "") -> str:
+    """Class `S` whose `event_loop` round runs `body` (one line each)."""
+    lines = "".join(f"            {line}\n" for line in body)
+    return f"{_HEAD}{head}class S:\n{extra}    def event_loop(self):\n        while True:\n{lines}"
+
+
+_INIT = (
+    "    def __init__(self, server_args, tp_rank):\n"
+    "        self.server_args = server_args\n"
+    "        self.tp_rank = tp_rank\n"
+    "        self.tp_world_size = dist.get_world_size()\n"
+    "        self.waiting_queue = []\n\n"
+    "    def add(self, req):\n"
+    "        self.waiting_queue.append(req)\n\n"
+)
+
+
+class RankDivergentCollective(Rule):
+    name = "rank-divergent-collective"
+    description = "A collective whose reachability in a round depends on rank-local data."
+    help = (
+        "Every rank of a group must enter the same collectives in the same order. A condition "
+        "computed from rank-local data (rank id, driver or allocator reading, local queue, time, "
+        "randomness, per-host environment) lets one rank skip or add a collective its peers wait "
+        "in. Agree on the value first (all_reduce MIN/MAX, broadcast from one rank) and branch on "
+        "the agreed value, or make every branch enter the same collectives. Suppress a reviewed "
+        "site with `# rankguard: ignore[rank-divergent-collective] reason` on the call line."
+    )
+
+    VALID: ClassVar[list[Example]] = [
+        # Config the same on every rank: group size, server args, constants.
+        Valid(_round("if self.tp_world_size > 1:", "    dist.barrier()", extra=_INIT)),
+        Valid(
+            _round("if self.server_args.enable_dp_attention:", "    dist.barrier()", extra=_INIT)
+        ),
+        Valid(_round("if 4 > 1:", "    dist.barrier()")),
+        # Every branch enters the same collective sequence.
+        Valid(
+            _round(
+                "if self.tp_rank == 0:",
+                "    dist.broadcast(self.t, src=0)",
+                "else:",
+                "    dist.broadcast(self.u, src=0)",
+                extra=_INIT,
+            )
+        ),
+        # Point-to-point is rank-conditional by nature.
+        Valid(_round("if self.tp_rank == 0:", "    dist.send(self.t, dst=1)", extra=_INIT)),
+        # A value reduced across the group before the condition reads it.
+        Valid(
+            _round(
+                "n = torch.tensor([len(self.waiting_queue)])",
+                "dist.all_reduce(n, op=dist.ReduceOp.MIN)",
+                "if int(n[0]) > 0:",
+                "    dist.barrier()",
+                extra=_INIT,
+            )
+        ),
+        # ... or agreed inside a helper that returns the agreed value.
+        Valid(
+            _round(
+                "if self.agreed_free() > 0:",
+                "    dist.barrier()",
+                extra=(
+                    "    def agreed_free(self):\n"
+                    "        free = torch.tensor([torch.cuda.mem_get_info()[0]])\n"
+                    "        dist.all_reduce(free, op=dist.ReduceOp.MIN)\n"
+                    "        return int(free[0])\n\n"
+                ),
+            )
+        ),
+        # Rank-local condition, but no collective under it.
+        Valid(
+            _round(
+                "if not self.waiting_queue:", "    time.sleep(0.01)", "dist.barrier()", extra=_INIT
+            )
+        ),
+        # Early return on the group size (identical on every rank).
+        Valid(
+            _round(
+                "self.reduce()",
+                extra=(
+                    "    def reduce(self):\n"
+                    "        if dist.get_world_size() == 1:\n"
+                    "            return\n"
+                    "        dist.all_reduce(self.t)\n\n"
+                ),
+            )
+        ),
+    ]
+    INVALID: ClassVar[list[Example]] = [
+        # Rank id: an attribute, get_rank(), dist.get_rank().
+        Invalid(_round("if self.tp_rank == 0:", "    dist.barrier()  # expect", extra=_INIT)),
+        Invalid(
+            _round(
+                "if get_rank() == 0:",
+                "    dist.barrier()  # expect",
+                head="from torch.distributed import get_rank\n\n",
+            )
+        ),
+        Invalid(
+            _round(
+                "rank = dist.get_rank()", "if rank > 0:", "    dist.all_reduce(self.t)  # expect"
+            )
+        ),
+        # Driver reading, through a helper's return.
+        Invalid(
+            _round(
+                "if self.free() > (1 << 30):",
+                "    dist.barrier()  # expect",
+                extra="    def free(self):\n        return torch.cuda.mem_get_info()[0]\n\n",
+            )
+        ),
+        # A configured project pool size (`driver-terms`), through an attribute.
+        Invalid(
+            _round(
+                "self.room = self.pool.available_size()",
+                "if self.room > 0:",
+                "    dist.barrier()  # expect",
+                extra="    def __init__(self):\n        self.pool = Pool()\n\n",
+                head="class Pool:\n    def available_size(self):\n        return 1\n\n",
+            ),
+            driver_terms=["*.Pool.available_size"],
+        ),
+        # A local queue: its length, and `if not self.queue: return` guarding what follows.
+        Invalid(
+            _round("if len(self.waiting_queue) > 8:", "    dist.barrier()  # expect", extra=_INIT)
+        ),
+        Invalid(
+            _round(
+                "self.step()",
+                extra=_INIT
+                + (
+                    "    def step(self):\n"
+                    "        if not self.waiting_queue:\n"
+                    "            return\n"
+                    "        dist.all_reduce(self.t)  # expect\n\n"
+                ),
+            )
+        ),
+        # Wall-clock time and randomness.
+        Invalid(
+            _round(
+                "if time.monotonic() - self.last > 30:",
+                "    dist.all_gather_object(self.out, self.stats)  # expect",
+            )
+        ),
+        Invalid(_round("if random.random() < 0.01:", "    dist.barrier()  # expect")),
+        # A per-host environment lookup, through a module global.
+        Invalid(
+            _round(
+                "if DEBUG:",
+                "    dist.barrier()  # expect",
+                head='DEBUG = os.environ.get("DEBUG")\n\n',
+            )
+        ),
+        # Through an argument: the callee branches on its parameter.
+        Invalid(
+            _round(
+                "self.maybe_sync(self.tp_rank)",
+                extra=(
+                    "    def maybe_sync(self, who):\n"
+                    "        if who == 0:\n"
+                    "            dist.barrier()  # expect\n\n"
+                ),
+            )
+        ),
+        # A loop whose trip count is a local queue's.
+        Invalid(
+            _round(
+                "for req in self.waiting_queue:",
+                "    dist.all_reduce(self.t)  # expect",
+                extra=_INIT,
+            )
+        ),
+        # A `break` on a rank-local condition guards the rest of the loop body.
+        Invalid(
+            _round(
+                "if time.time() > self.deadline:",
+                "    break",
+                "dist.barrier()  # expect",
+            )
+        ),
+    ]
+
+    def check(self, context: RuleContext) -> Iterable[Finding]:
+        flow = context.__dict__.get("_rank_local_flow")
+        calls = find_divergent_calls(
+            context.program,
+            context.config.rounds,
+            context.reach,
+            context.config.driver_terms,
+            flow,
+        )
+        for call in calls:
+            yield _finding(self.name, call)
+
+
+def _finding(rule: str, item: DivergentCall) -> Finding:
+    source = item.sources[0][0]
+    guard = item.guard
+    what = {"branch": "under", "loop": "in a loop over", "exit": "after an early exit on"}[
+        guard.kind
+    ]
+    primitive = item.primitives[0].callee if item.primitives else item.callee
+    message = (
+        f"`{item.call.text}()` enters `{primitive}` {what} `{guard.stmt.text}` (line "
+        f"{guard.stmt.line}), which depends on rank-local {source.kind} `{source.text}` "
+        f"({source.path}:{source.line}): ranks can disagree on entering this collective"
+    )
+    extra: dict[str, Any] = item.to_json()
+    extra["chain"] = [hop.to_json() for hop in item.reached_by] + [
+        {"function": item.function.qualname, "path": item.function.path, "line": item.call.line}
+    ]
+    key = fingerprint(
+        rule,
+        item.function.qualname,
+        item.callee,
+        guard.stmt.text,
+        source.kind,
+        source.text,
+    )
+    return Finding(item.function.path, item.call.line, rule, message, key, extra)

@@ -1,0 +1,138 @@
+"""Rule `unwatched-collective`: a wait a round reaches outside the project's watchdog stamp.
+
+One finding per call site in the round whose chain reaches a collective, a blocking receive or a
+`Work.wait()` that no `watchdog-hooks` stamp covers. `rankguard fix stamp-watchdog` adds the stamp.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import ClassVar
+
+from rankguard.audits.blocking import analysis_for
+from rankguard.audits.chains import chain_key
+from rankguard.audits.watchdog import Unwatched, find_unwatched
+from rankguard.rules.base import Example, Finding, Invalid, Rule, RuleContext, Valid, fingerprint
+
+_HOOK = """\
+import contextlib
+import torch.distributed as dist
+import zmq
+
+class S:
+    @contextlib.contextmanager
+    def on_blocked_recv(self, name):
+        yield
+
+    def sync(self):
+        dist.all_reduce(self.t)
+
+"""
+_HOOKS = {"watchdog_hooks": ["on_blocked_recv"]}
+
+
+def _loop(*body: str, extra: str = "") -> str:
+    lines = "".join(f"            {line}\n" for line in body)
+    return f"{_HOOK}{extra}    def event_loop(self):\n        while True:\n{lines}"
+
+
+def unwatched_for(context: RuleContext) -> list[Unwatched]:
+    """Shared with `rankguard fix stamp-watchdog`: the same analysis, one run per context."""
+    cached = context.__dict__.get("_unwatched")
+    if cached is None:
+        hooks = context.config.watchdog_hooks
+        cached = find_unwatched(context.program, context.rounds, analysis_for(context), hooks)
+        context.__dict__["_unwatched"] = cached
+    return cached
+
+
+class UnwatchedCollective(Rule):
+    name = "unwatched-collective"
+    description = "A collective or blocking receive reached in a round outside the watchdog stamp."
+    help = (
+        "With config `watchdog-hooks`, every wait a round reaches (collective, blocking receive, "
+        "Work.wait()) should run inside the hook's stamp, e.g. "
+        '`with self.on_blocked_recv("site"):`, '
+        "so that the watchdog can name the wait when the group hangs. Run `rankguard fix "
+        "stamp-watchdog --diff` to see the stamps it would add, `--write` to add them."
+    )
+
+    VALID: ClassVar[list[Example]] = [
+        # Stamped in the round.
+        Valid(_loop('with self.on_blocked_recv("sync"):', "    self.sync()"), **_HOOKS),
+        # Stamped deeper on the chain (inside the wrapper).
+        Valid(
+            _loop(
+                "self.guarded()",
+                extra=(
+                    "    def guarded(self):\n"
+                    '        with self.on_blocked_recv("sync"):\n'
+                    "            self.sync()\n\n"
+                ),
+            ),
+            **_HOOKS,
+        ),
+        # A decorated wrapper counts as stamped.
+        Valid(
+            _loop(
+                "self.wrapped()",
+                extra=("    @on_blocked_recv\n    def wrapped(self):\n        dist.barrier()\n\n"),
+            ),
+            **_HOOKS,
+        ),
+        # NOBLOCK receive and non-blocking sends are not waits.
+        Valid(
+            _loop(
+                "self.sock.recv(zmq.NOBLOCK)",
+                "dist.isend(self.t, dst=1)",
+                extra="    def __init__(self, sock: zmq.Socket):\n        self.sock = sock\n\n",
+            ),
+            **_HOOKS,
+        ),
+        # No hooks configured: the rule is off.
+        Valid(_loop("self.sync()")),
+    ]
+    INVALID: ClassVar[list[Example]] = [
+        # A collective wrapper called bare in the round.
+        Invalid(_loop("self.sync()  # expect"), **_HOOKS),
+        # A point-to-point receive and a blocking socket receive.
+        Invalid(
+            _loop(
+                "dist.recv(self.t, src=0)  # expect",
+                "self.sock.recv()  # expect",
+                extra="    def __init__(self, sock: zmq.Socket):\n        self.sock = sock\n\n",
+            ),
+            **_HOOKS,
+        ),
+        # Only one of two waits under a wrapper is stamped: the call is still reported.
+        Invalid(
+            _loop(
+                "self.half()  # expect",
+                extra=(
+                    "    def half(self):\n"
+                    '        with self.on_blocked_recv("a"):\n'
+                    "            dist.barrier()\n"
+                    "        dist.barrier()\n\n"
+                ),
+            ),
+            **_HOOKS,
+        ),
+    ]
+
+    def check(self, context: RuleContext) -> Iterable[Finding]:
+        for item in unwatched_for(context):
+            yield _finding(self.name, item, context.config.watchdog_hooks[0])
+
+
+def _finding(rule: str, item: Unwatched, hook: str) -> Finding:
+    first = item.waits[0]
+    more = f" and {len(item.waits) - 1} other wait(s)" if len(item.waits) > 1 else ""
+    message = (
+        f"`{item.call.text}()` reaches {first.wait.kind} `{first.wait.callee}` at "
+        f"{first.wait.path}:{first.wait.line}{more} outside any `{hook}` stamp: the watchdog "
+        f'cannot name this wait (fix: `with ...{hook}("{item.site_name}"):`)'
+    )
+    extra = item.to_json()
+    extra["chain"] = [hop.to_json() for hop in first.chain]
+    key = fingerprint(rule, item.round.qualname, item.callee, chain_key(first.chain))
+    return Finding(item.round.path, item.call.line, rule, message, key, extra)
