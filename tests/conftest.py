@@ -66,3 +66,23 @@ def sglang_rounds_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     config = tmp_path_factory.mktemp("sglang") / "rankguard.toml"
     config.write_text('[tool.rankguard]\nrounds = ["*.event_loop_normal", "*.event_loop_pp"]\n')
     return config
+
+
+def cli_json(*argv: str) -> tuple[int, dict]:
+    """Run `rankguard ARGV` in-process and parse what it printed as JSON."""
+    import contextlib
+    import io
+    import json
+
+    from rankguard.cli import main
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        code = main(list(argv))
+    return code, json.loads(buffer.getvalue())
+
+
+def expected_section(title: str) -> str:
+    """One `## ...` section of examples/toysched/EXPECTED.md."""
+    text = (EXAMPLE / "EXPECTED.md").read_text()
+    return text.split(title)[1].split("\n## ")[0]

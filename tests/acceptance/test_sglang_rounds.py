@@ -5,14 +5,11 @@ Opt-in: set RANKGUARD_CORPUS (see tests/conftest.py).
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 from pathlib import Path
 
 import pytest
 
-from rankguard.cli import main
+from tests.conftest import cli_json
 
 S = "sglang.srt."
 NORMAL = S + "managers.scheduler.Scheduler.event_loop_normal"
@@ -63,22 +60,18 @@ VERIFIED = [
 @pytest.fixture(scope="module")
 def rounds(sglang_srt: Path, sglang_rounds_config: Path, tmp_path_factory):
     cache = tmp_path_factory.mktemp("cache")
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = main(
-            [
-                "rounds",
-                str(sglang_srt),
-                "--config",
-                str(sglang_rounds_config),
-                "--cache-dir",
-                str(cache),
-                "--format",
-                "json",
-            ]
-        )
+    code, result = cli_json(
+        "rounds",
+        str(sglang_srt),
+        "--config",
+        str(sglang_rounds_config),
+        "--cache-dir",
+        str(cache),
+        "--format",
+        "json",
+    )
     assert code == 0
-    return {r["round"]: r["collectives"] for r in json.loads(out.getvalue())["rounds"]}
+    return {r["round"]: r["collectives"] for r in result["rounds"]}
 
 
 def test_both_loops_are_rounds(rounds):

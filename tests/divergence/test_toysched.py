@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 
-from rankguard.cli import main
-from tests.conftest import EXAMPLE
-
-
-def _section(title: str) -> str:
-    text = (EXAMPLE / "EXPECTED.md").read_text()
-    return text.split(title)[1].split("\n## ")[0]
+from tests.conftest import EXAMPLE, cli_json, expected_section
 
 
 def _rows(prefix: str) -> list[list[str]]:
     rows = []
-    for line in _section("## 4. rank-divergent-collective").splitlines():
+    for line in expected_section("## 4. rank-divergent-collective").splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if cells and re.fullmatch(rf"{prefix}\d+", cells[0]):
             rows.append(cells)
@@ -26,27 +19,18 @@ def _rows(prefix: str) -> list[list[str]]:
 
 
 @pytest.fixture(scope="module")
-def findings(tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
-    out = tmp_path_factory.mktemp("out") / "check.json"
-    import contextlib
-    import io
-
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        code = main(
-            [
-                "check",
-                str(EXAMPLE),
-                "--select",
-                "rank-divergent-collective",
-                "--format",
-                "json",
-                "--no-cache",
-            ]
-        )
+def findings() -> list[dict]:
+    code, result = cli_json(
+        "check",
+        str(EXAMPLE),
+        "--select",
+        "rank-divergent-collective",
+        "--format",
+        "json",
+        "--no-cache",
+    )
     assert code == 1
-    out.write_text(buffer.getvalue())
-    return json.loads(buffer.getvalue())["findings"]
+    return result["findings"]
 
 
 def test_exactly_the_hazard_rows(findings: list[dict]) -> None:

@@ -2,39 +2,24 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
 import re
 
 import pytest
 
-from rankguard.cli import main
-from tests.conftest import EXAMPLE
+from tests.conftest import EXAMPLE, cli_json, expected_section
 
 
 def _section() -> str:
-    text = (EXAMPLE / "EXPECTED.md").read_text()
-    return text.split("## 5. unwatched-collective")[1].split("\n## ")[0]
+    return expected_section("## 5. unwatched-collective")
 
 
 @pytest.fixture(scope="module")
 def findings() -> list[dict]:
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
-        code = main(
-            [
-                "check",
-                str(EXAMPLE),
-                "--select",
-                "unwatched-collective",
-                "--format",
-                "json",
-                "--no-cache",
-            ]
-        )
+    code, result = cli_json(
+        "check", str(EXAMPLE), "--select", "unwatched-collective", "--format", "json", "--no-cache"
+    )
     assert code == 1
-    return json.loads(buffer.getvalue())["findings"]
+    return result["findings"]
 
 
 def test_exactly_u1(findings: list[dict]) -> None:
