@@ -77,14 +77,16 @@ def is_excluded(relpath: str, patterns: Iterable[str]) -> bool:
     )
 
 
-def module_names(paths: Iterable[str], prefix: tuple[str, ...] = ()) -> dict[str, str]:
+def module_names(
+    paths: Iterable[str], prefix: tuple[str, ...] = (), by_path: bool = False
+) -> dict[str, str]:
     """Dotted module name for each posix path, as Python would import it.
 
     A file's name runs from the topmost folder above it that holds an `__init__.py`, so folders
     without one inside a package (PEP 420 namespace packages, as in sglang/srt) still count.
     `prefix` names the packages that enclose the root itself (pointing at `sglang/srt`, the
     prefix is `sglang.srt`) and then heads every name; a file under no package is named by its
-    path from the root.
+    path from the root, and so is every file when `by_path` says the root is an install root.
     """
     paths = list(paths)
     package_dirs = {
@@ -96,7 +98,7 @@ def module_names(paths: Iterable[str], prefix: tuple[str, ...] = ()) -> dict[str
         folders = [str(f) for f in pure.parents]  # innermost first, ending with "."
         top = next((f for f in reversed(folders) if f in package_dirs), None)
         rel = pure.with_suffix("").parts
-        if top is not None and top != "." and not prefix:
+        if top is not None and top != "." and not prefix and not by_path:
             start = len(PurePosixPath(top).parts) - 1
             parts = list(rel[start:])
         else:
@@ -110,23 +112,35 @@ def module_names(paths: Iterable[str], prefix: tuple[str, ...] = ()) -> dict[str
 _PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 
 
-def _enclosing_packages(folder: Path) -> tuple[str, ...]:
-    """Package names from the topmost enclosing package down to `folder` itself.
+def _is_install_root(folder: Path) -> bool:
+    """An unpacked wheel or a site-packages folder: a sys.path entry, so every folder below it
+    imports by its path (PEP 420 namespace packages such as megatron-core's `megatron`)."""
+    return folder.name in ("site-packages", "dist-packages") or any(
+        child.suffix in (".dist-info", ".egg-info") for child in folder.iterdir()
+    )
+
+
+def _enclosing_packages(folder: Path) -> tuple[tuple[str, ...], bool]:
+    """Package names from the topmost enclosing package down to `folder`, and whether every
+    folder below `folder` is a package by path (the root is, or sits in, an install root).
 
     `folder` may be a namespace folder inside a package (sglang/srt has no `__init__.py`, its
-    parent does). The walk stops at a project root marker, which is never a package.
+    parent does). Above an install root nothing is a package; above a project root marker
+    only folders with an `__init__.py` are.
     """
     chain: list[Path] = []
     here = folder.resolve()
     for _ in range(12):
+        if here.is_dir() and _is_install_root(here):
+            return tuple(d.name for d in reversed(chain)), True
         chain.append(here)
         if here.parent == here or any((here / m).exists() for m in _PROJECT_MARKERS):
             break
         here = here.parent
     packaged = [i for i, d in enumerate(chain) if (d / "__init__.py").is_file()]
     if not packaged:
-        return ()
-    return tuple(d.name for d in reversed(chain[: packaged[-1] + 1]))
+        return (), False
+    return tuple(d.name for d in reversed(chain[: packaged[-1] + 1])), False
 
 
 def _walk(root: Path, exclude: tuple[str, ...], errors: list[ErrorRecord]) -> list[str]:
@@ -179,7 +193,8 @@ def read_directory(path: Path, exclude: tuple[str, ...] = ()) -> SourceTree:
         root, rels = path.parent, [path.name]
     else:
         root, rels = path, _walk(path, exclude, errors)
-    names = module_names(rels, _enclosing_packages(root))
+    prefix, by_path = _enclosing_packages(root)
+    names = module_names(rels, prefix, by_path)
     files: list[SourceFile] = []
     for rel in rels:
         try:

@@ -91,3 +91,19 @@ def test_bad_refs_are_input_errors(tmp_path: Path, ref: str):
 def test_a_folder_that_is_not_a_repository(tmp_path: Path):
     with pytest.raises(InputError, match="not a git repository"):
         read_revision(tmp_path, "HEAD")
+
+
+def test_namespace_top_package_in_an_unpacked_wheel(tmp_path: Path):
+    # megatron-core's wheel: `megatron/` has no __init__.py, `megatron/core/` has one.
+    write_tree(
+        tmp_path,
+        {
+            "megatron_core-0.14.0.dist-info/METADATA": "",
+            "megatron/core/__init__.py": "",
+            "megatron/core/schedules.py": "",
+        },
+    )
+    whole = read_directory(tmp_path)
+    inner = read_directory(tmp_path / "megatron" / "core")
+    assert sorted(f.module for f in whole.files) == ["megatron.core", "megatron.core.schedules"]
+    assert sorted(f.module for f in inner.files) == ["megatron.core", "megatron.core.schedules"]
