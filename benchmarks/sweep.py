@@ -38,7 +38,12 @@ CORPORA = {
     "sglang": Corpus(
         "sglang==0.5.23",
         "sglang/srt",
-        ("*.event_loop_normal", "*.event_loop_overlap", "*.event_loop_pp*", "*.event_loop_*disagg*"),
+        (
+            "*.event_loop_normal",
+            "*.event_loop_overlap",
+            "*.event_loop_pp*",
+            "*.event_loop_*disagg*",
+        ),
     ),
     "megatron-core": Corpus(
         "megatron-core==0.14.0",

@@ -2,6 +2,13 @@
 
 Exit 0 when nothing is found, 1 with findings, 2 when a file could not be read or parsed (the
 findings are still printed: an error outranks findings but does not hide them).
+
+Folder arguments are analysed roots; file arguments inside a root restrict its report to the
+findings whose chain touches them (`_targets` explains why; it is how the pre-commit hook
+works). A baseline (`--baseline`) hides accepted findings by fingerprint; `--strict-baseline`
+also fails on accepted findings that are gone, judged against the unrestricted findings so a
+file filter never makes an entry look stale. `--report-unused-ignores` adds `unused-ignore`
+findings for suppression comments that silenced nothing.
 """
 
 from __future__ import annotations
@@ -15,10 +22,26 @@ from typing import Any
 
 from rankguard.adapters.sources import read_directory
 from rankguard.commands._shared import emit_json, load_config, print_errors
-from rankguard.errors import ErrorRecord
+from rankguard.commands._targets import plan_targets
+from rankguard.errors import ErrorRecord, InputError
 from rankguard.model.load import load_program, make_cache
-from rankguard.rules.base import Finding
-from rankguard.rules.engine import CheckResult, Suppressed, choose, run_rules
+from rankguard.reports.baseline import (
+    Entry,
+    apply_baseline,
+    read_baseline,
+    stale_entries,
+    write_baseline,
+)
+from rankguard.rules.base import Finding, Rule
+from rankguard.rules.engine import (
+    CheckResult,
+    Suppressed,
+    UnusedIgnore,
+    choose,
+    run_rules,
+    touched_paths,
+    unused_ignores,
+)
 from rankguard.rules.registry import all_rules
 
 NAME = "check"
@@ -43,6 +66,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--show-suppressed",
         action="store_true",
         help="also list findings silenced by `# rankguard: ignore[...]`, with their reasons",
+    )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="FILE",
+        help="report only findings whose fingerprint is not in FILE",
+    )
+    parser.add_argument(
+        "--write-baseline",
+        type=Path,
+        metavar="FILE",
+        help="record the current findings' fingerprints in FILE (sorted) and exit 0",
+    )
+    parser.add_argument(
+        "--strict-baseline",
+        action="store_true",
+        help="with --baseline, also fail on baseline entries that no longer occur",
+    )
+    parser.add_argument(
+        "--report-unused-ignores",
+        action="store_true",
+        help="report `# rankguard: ignore[...]` comments that silence nothing",
     )
 
 
@@ -142,24 +187,66 @@ def run(args: argparse.Namespace) -> int:
     config = load_config(args, paths[0])
     rules = all_rules(config)
     chosen = choose(rules, _names(args.select), _names(args.ignore))
+    if args.strict_baseline and args.baseline is None:
+        raise InputError("--strict-baseline needs --baseline FILE")
     options = {"include_round_tail": args.include_round_tail}
+    everything = CheckResult()  # every root's findings, before the file restriction
     result = CheckResult()
     errors: list[ErrorRecord] = []
     cache = make_cache(config, args.cache_dir, enabled=not args.no_cache)
-    for path in paths:
-        tree = read_directory(path, config.exclude)
+    targets = plan_targets(paths, config, explicit_config=args.config is not None)
+    for target in targets:
+        tree = read_directory(target.root, config.exclude)
         program = load_program(tree, config, cache)
-        options["read_source"] = lambda rel, root=path: (root / rel).read_text("utf-8")
+        base = target.root if target.root.is_dir() else target.root.parent
+        options["read_source"] = lambda rel, root=base: (root / rel).read_text("utf-8")
         part = run_rules(program, config, chosen, options)
-        prefix = "" if len(paths) == 1 else path.as_posix().rstrip("/") + "/"
-        result.findings += [_prefixed(f, prefix) for f in part.findings]
+        if args.report_unused_ignores:
+            ran = [rule.name for rule in chosen]
+            part.findings = sorted([*part.findings, *unused_ignores(program, part, ran, rules)])
+        prefix = "" if len(targets) == 1 else base.as_posix().rstrip("/") + "/"
+        everything.findings += [_prefixed(f, prefix) for f in part.findings]
+        found = target.restrict(part.findings, key=touched_paths)
+        result.findings += [_prefixed(f, prefix) for f in found]
         result.suppressed += [
             Suppressed(_prefixed(s.finding, prefix), prefix + s.path, s.line, s.reason)
-            for s in part.suppressed
+            for s in target.restrict(part.suppressed, key=lambda s: touched_paths(s.finding))
         ]
-        errors += [ErrorRecord(prefix + e.path, e.message) for e in program.errors]
+        errors += [
+            ErrorRecord(prefix + e.path, e.message)
+            for e in target.restrict(program.errors, key=lambda e: {e.path})
+        ]
     result.findings.sort()
+    everything.findings.sort()
     errors.sort()
+    if args.write_baseline is not None:
+        count = write_baseline(args.write_baseline, everything.findings)
+        print(f"rankguard: wrote {count} fingerprint(s) to {args.write_baseline}", file=sys.stderr)
+        print_errors(errors)
+        return 2 if errors else 0
+    stale: list[Entry] = []
+    baselined = 0
+    shown_rules = [*chosen, UnusedIgnore] if args.report_unused_ignores else chosen
+    if args.baseline is not None:
+        entries = read_baseline(args.baseline)
+        result.findings, baselined = apply_baseline(result.findings, entries)
+        if args.strict_baseline:
+            judged = {rule.name for rule in shown_rules}
+            stale = stale_entries(entries, everything.findings, judged)
+    _emit(args, result, errors, shown_rules, baselined, stale)
+    if errors:
+        return 2
+    return 1 if result.findings or stale else 0
+
+
+def _emit(
+    args: argparse.Namespace,
+    result: CheckResult,
+    errors: list[ErrorRecord],
+    rules: list[type[Rule]],
+    baselined: int,
+    stale: list[Entry],
+) -> None:
     if args.format == "json":
         payload: dict[str, Any] = {
             "findings": [f.to_json() for f in result.findings],
@@ -169,15 +256,23 @@ def run(args: argparse.Namespace) -> int:
             payload["suppressed"] = [
                 s.to_json() for s in sorted(result.suppressed, key=lambda s: s.finding)
             ]
+        if args.baseline is not None:
+            payload["baselined"] = baselined
+            payload["stale_baseline"] = [e.to_json() for e in stale]
         emit_json(payload)
     elif args.format == "sarif":
         from rankguard.reports.sarif import render
 
-        json.dump(render(result.findings, chosen, errors), sys.stdout, indent=2, sort_keys=True)
+        json.dump(render(result.findings, rules, errors), sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(render_text(result, errors, args.show_suppressed))
+        text = render_text(result, errors, args.show_suppressed)
+        if args.baseline is not None:
+            text += f"{baselined} finding(s) in the baseline {args.baseline}\n"
+            for entry in stale:
+                text += (
+                    f"stale baseline entry {entry.fingerprint} {entry.rule} {entry.path}: "
+                    "no longer found (remove it, or rewrite the baseline)\n"
+                )
+        sys.stdout.write(text)
         print_errors(errors)
-    if errors:
-        return 2
-    return 1 if result.findings else 0

@@ -96,8 +96,11 @@ def run_rules(
     config: Config,
     rules: Sequence[type[Rule]],
     options: dict[str, Any] | None = None,
+    context: RuleContext | None = None,
 ) -> CheckResult:
-    context = RuleContext(program, config, dict(options or {}))
+    """`context` may be given by a caller that wants the rules' shared results afterwards
+    (the report reads the staleness rows `stale-widening-term` computed)."""
+    context = context or RuleContext(program, config, dict(options or {}))
     found: list[Finding] = []
     for rule_class in rules:
         found.extend(rule_class().check(context))
@@ -109,3 +112,69 @@ def run_rules(
         else:
             result.suppressed.append(Suppressed(finding, *hit))
     return result
+
+
+class UnusedIgnore(Rule):
+    """Not a check of the program: `--report-unused-ignores` reports through it, so unused
+    comments travel like findings (text, JSON, SARIF, baselines). Defined here, in a module
+    the registry does not scan, so it is never run as a rule."""
+
+    name = "unused-ignore"
+    description = "A `# rankguard: ignore[...]` comment that silences nothing."
+    help = (
+        "The finding it silenced is gone, or it names a rule that does not exist. Delete the "
+        "comment (or correct the rule name) so it cannot hide a future finding."
+    )
+
+
+def unused_ignores(
+    program: Program, result: CheckResult, ran: Iterable[str], known: Iterable[str]
+) -> list[Finding]:
+    """Suppression comments that silenced no finding of this run.
+
+    A comment naming a rule that did not run (`--select` / `--ignore`) is not judged; a bare
+    `ignore` is judged only when every rule ran; a comment naming an unknown rule always is.
+    """
+    used = {(s.path, s.line) for s in result.suppressed}
+    ran, known = set(ran), {*known, UnusedIgnore.name}
+    found: list[Finding] = []
+    for module in sorted(program.modules.values(), key=lambda m: m.path):
+        for line, (names, reason) in sorted(module.summary.suppressions.items()):
+            if (module.path, line) in used:
+                continue
+            unknown = sorted(n for n in names if n not in known)
+            if unknown:
+                why = f"names unknown rule(s) {', '.join(unknown)}"
+            elif not names and ran >= known - {UnusedIgnore.name}:
+                why = "silences no finding"
+            elif names and all(n in ran for n in names):
+                why = f"silences no {', '.join(names)} finding"
+            else:
+                continue
+            where = program.function_at(module.path, line)
+            scope = where.qualname if where is not None else module.name
+            key = fingerprint(UnusedIgnore.name, scope, ",".join(names), reason)
+            rules_text = f"[{', '.join(names)}]" if names else ""
+            message = f"`# rankguard: ignore{rules_text}` {why}"
+            found.append(Finding(module.path, line, UnusedIgnore.name, message, key, {}))
+    return unique_fingerprints(found)
+
+
+def touched_paths(finding: Finding) -> set[str]:
+    """Every file a finding's evidence names: its own, its chain's, its sites'."""
+    paths = {finding.path}
+    stack: list[Any] = [finding.extra]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            path = value.get("path")
+            if isinstance(path, str):
+                paths.add(path)
+            stack.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+    return paths
+
+
+def touches(finding: Finding, paths: set[str]) -> bool:
+    return not touched_paths(finding).isdisjoint(paths)

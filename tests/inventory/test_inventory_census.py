@@ -8,13 +8,13 @@ import random
 from pathlib import Path
 
 import pytest
-from tests.inventory.conftest import History, inventory_md, line_of
 
 from rankguard.audits.inventory import census as census_mod
 from rankguard.audits.inventory.census import Tally, scan_log
 from rankguard.audits.inventory.templates import line_matchers
 from rankguard.cli import main
 from rankguard.summary.emissions import percent_parts
+from tests.inventory.conftest import History, inventory_md, line_of
 
 TOOLS = "pkg/tools/util.py"
 

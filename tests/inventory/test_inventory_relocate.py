@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from tests.inventory.conftest import History, git, inventory_md, line_of
 
 from rankguard.cli import main
+from tests.inventory.conftest import History, git, inventory_md, line_of
 
 LOOP, UTIL, TOOLS = "pkg/loop.py", "pkg/util.py", "pkg/tools/util.py"
 

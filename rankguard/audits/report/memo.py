@@ -1,0 +1,97 @@
+"""A cache of one side's results (findings and staleness rows) by everything they depend on.
+
+A report analyses two revisions, and the base of one pull request is the base (or the head) of
+many others: its results are a pure function of the exact file set (the program key the
+resolution cache already uses), the configuration, the chosen rules and the code that computes
+them. With that key, a CI run whose base was analysed before pays only for its head.
+
+The code part of the key hashes every file of the rankguard package and the source file of
+every chosen rule (plugins included), so editing an analysis invalidates its cached results.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import pickle
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from rankguard.adapters.sources import SourceTree
+from rankguard.rules.base import Rule
+from rankguard.rules.engine import CheckResult
+from rankguard.summary.parse import SummaryCache
+
+PACKAGE = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Results:
+    check: CheckResult
+    staleness: list[dict[str, Any]] | None
+
+
+@cache
+def package_digest() -> str:
+    digest = hashlib.sha1()
+    for path in sorted(PACKAGE.rglob("*")):
+        if path.suffix in (".py", ".toml", ".txt") and "__pycache__" not in path.parts:
+            digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0")
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _rule_sources(rules: Sequence[type[Rule]]) -> list[str]:
+    out: list[str] = []
+    for rule in sorted(rules, key=lambda r: r.name):
+        try:
+            source = inspect.getsourcefile(rule)
+            data = Path(source).read_bytes() if source else b""
+        except (OSError, TypeError):
+            data = b""
+        out.append(f"{rule.name}:{rule.__module__}:{hashlib.sha1(data).hexdigest()}")
+    return out
+
+
+def results_path(
+    tree: SourceTree, summaries: SummaryCache, rules: Sequence[type[Rule]]
+) -> Path | None:
+    """Where this side's results are kept (None: the cache is off)."""
+    if summaries.directory is None:
+        return None
+    digest = hashlib.sha256(summaries.salt.encode())
+    for src in sorted(tree.files, key=lambda f: f.path):
+        digest.update(f"{src.path}\0{src.module}\0{src.blob}\n".encode())
+    digest.update(package_digest().encode())
+    for line in _rule_sources(rules):
+        digest.update(line.encode() + b"\n")
+    return summaries.directory / "results" / f"{digest.hexdigest()}.pickle"
+
+
+def load_results(path: Path | None) -> Results | None:
+    if path is None:
+        return None
+    try:
+        with path.open("rb") as handle:
+            value = pickle.load(handle)
+    except Exception:  # missing, truncated or from another version: compute afresh
+        return None
+    return value if isinstance(value, Results) else None
+
+
+def store_results(path: Path | None, results: Results) -> None:
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as handle:
+            pickle.dump(results, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except (OSError, pickle.PicklingError):
+        pass  # an unwritable cache only costs speed

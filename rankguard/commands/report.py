@@ -1,0 +1,108 @@
+"""`rankguard report`: what a pull request changes, base vs head, for a PR comment or for CI.
+
+Both revisions are read from git objects (no checkout: a dirty or bare repository is fine) and
+share the parse cache. Sections: findings new / resolved / moved (by fingerprint), staleness
+rows new or changed, emitted literals added / removed / changed / moved, inventory rows broken
+(`--inventory`), ruff parity on the changed files; a one-line verdict on top.
+
+Configuration comes from `--config`, else from the nearest pyproject.toml above `--repo` (the
+checkout's, as for every other command), and is the same for both sides, so differences are
+the code's. Exit codes follow `--fail-on`: `new` (default) exits 1 when the head adds a
+finding, `any` when the head has any finding, `none` never; an error (a head file that does
+not parse, ruff failing, a malformed inventory row) exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rankguard.audits.inventory.table import read_inventory
+from rankguard.audits.report import build_report
+from rankguard.audits.report.build import FAIL_ON
+from rankguard.audits.report.staleness import default_source
+from rankguard.commands._shared import load_config, print_errors
+from rankguard.errors import InputError
+from rankguard.model.load import make_cache
+from rankguard.rules.engine import choose
+from rankguard.rules.registry import all_rules
+
+NAME = "report"
+HELP = "per-pull-request report, base vs head: new findings, staleness, literals, ruff parity"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--repo", type=Path, default=Path("."), metavar="R", help="git repository")
+    parser.add_argument("--base", required=True, metavar="REV", help="the revision merged into")
+    parser.add_argument("--head", required=True, metavar="REV", help="the proposed revision")
+    parser.add_argument("--format", choices=("md", "html", "json", "sarif"), default="md")
+    parser.add_argument("-o", "--output", type=Path, metavar="OUT", help="write here, not stdout")
+    parser.add_argument(
+        "--inventory", type=Path, metavar="FILE", help="also list the rows of this audit table "
+        "(Markdown, CSV or JSON) whose relocation the change alters"
+    )  # fmt: skip
+    parser.add_argument(
+        "--fail-on",
+        choices=FAIL_ON,
+        default="new",
+        help="exit 1 on new findings (default), on any finding at head, or never",
+    )
+    parser.add_argument(
+        "--subdir",
+        default="",
+        metavar="DIR",
+        help="analyse only this folder of the repository (paths are then relative to it)",
+    )
+
+
+def _write(text: str, destination: Path | None) -> None:
+    if destination is None:
+        sys.stdout.write(text)
+        return
+    try:
+        destination.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{destination}: cannot write: {exc.strerror or exc}") from exc
+
+
+def run(args: argparse.Namespace) -> int:
+    config = load_config(args, args.repo)
+    rules = choose(all_rules(config))
+    inventory = read_inventory(args.inventory) if args.inventory is not None else None
+    cache = make_cache(config, args.cache_dir, enabled=not args.no_cache)
+    from rankguard.audits.inventory.pipeline import MemoCache
+
+    report = build_report(
+        args.repo,
+        args.base,
+        args.head,
+        config,
+        MemoCache(cache),
+        rules,
+        subdir=args.subdir,
+        inventory=inventory,
+        staleness_source=default_source(),
+    )
+    data = report.to_json()
+    if args.format == "json":
+        text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    elif args.format == "sarif":
+        from rankguard.reports.sarif import render
+
+        sarif = render(report.findings.new, rules, report.errors)
+        text = json.dumps(sarif, indent=2, sort_keys=True) + "\n"
+    elif args.format == "html":
+        from rankguard.reports.render import render_html
+
+        text = render_html(data)
+    else:
+        from rankguard.reports.render import render_markdown
+
+        text = render_markdown(data)
+    _write(text, args.output)
+    if args.output is not None or args.format != "md":
+        print(data["summary"]["text"], file=sys.stderr)
+    print_errors(report.errors)
+    return report.exit_code(args.fail_on)
