@@ -85,6 +85,7 @@ class Program:
     subclasses: dict[str, set[str]]
     _resolver: object = field(default=None, repr=False)
     _graph: nx.MultiDiGraph | None = field(default=None, repr=False)
+    _mro: dict[str, list[str]] = field(default_factory=dict, repr=False)
 
     @property
     def graph(self) -> nx.MultiDiGraph:
@@ -156,17 +157,27 @@ class Program:
         return ()
 
     def mro(self, cls: str) -> list[str]:
-        """C3-ish linearisation over the classes we know (depth-first, left to right)."""
-        order: list[str] = []
-        stack = [cls]
-        seen: set[str] = set()
-        while stack:
-            name = stack.pop(0)
-            if name in seen or name not in self.classes:
-                continue
-            seen.add(name)
-            order.append(name)
-            stack[0:0] = self.classes[name].bases
+        """Python's C3 linearisation over the classes we know (bases outside the program are
+        left out); where C3 fails, as for an inconsistent hierarchy, depth-first order."""
+        cached = self._mro.get(cls)
+        if cached is None:
+            cached = self._mro[cls] = self._linearise(cls, frozenset())
+        return cached
+
+    def _linearise(self, cls: str, seen: frozenset[str]) -> list[str]:
+        if cls not in self.classes or cls in seen:
+            return []
+        bases = [b for b in self.classes[cls].bases if b in self.classes and b not in seen]
+        seqs = [self._linearise(b, seen | {cls}) for b in bases] + [list(bases)]
+        order = [cls]
+        while seqs := [s for s in seqs if s]:
+            head = next((s[0] for s in seqs if not any(s[0] in t[1:] for t in seqs)), None)
+            if head is None:  # no consistent order: keep depth-first for the rest
+                for seq in seqs:
+                    order += [c for c in seq if c not in order]
+                return order
+            order.append(head)
+            seqs = [s[1:] if s[0] == head else s for s in seqs]
         return order
 
     def function_at(self, path: str, line: int) -> FunctionRecord | None:

@@ -202,9 +202,9 @@ class Resolver:
             record = self.p.functions.get(qual)
             if record is None:
                 continue
-            local = self._locals(record).get(name)
-            if local:
-                return local
+            local = self._locals(record)
+            if name in local:
+                return local[name]
             for imp in self.p.modules[module].summary.imports:
                 if imp.scope == scope and scope and imp.bound == name:
                     return tuple(self._import_value(module, imp, 0))
@@ -236,11 +236,17 @@ class Resolver:
                 cls = f"{fn.module}.{fn.info.cls}"
                 kind = "class" if _is_classmethod(fn) else "instance"
                 table[param.name] = (Value(kind, cls),)
+            else:  # bound here, type unknown: it still shadows any global of that name
+                table[param.name.lstrip("*")] = ()
         assigned: dict[str, list[Value]] = defaultdict(list)
-        for stmt in _assigns(fn.info.body):
+        for stmt in _bindings(fn.info.body):
             for target in stmt.targets:
-                if len(target) == 1 and target[0] not in table:
-                    assigned[target[0]].extend(self._assigned_value(fn, stmt))
+                name = target[0] if len(target) == 1 else None
+                if name is None or name in table or name in fn.info.global_names:
+                    continue
+                assigned[name].extend(
+                    self._assigned_value(fn, stmt) if stmt.kind == "assign" else ()
+                )
         # `for x in self.items:` where `items: List[T]`: x is a T.
         for stmt in _loops(fn.info.body):
             source = _iterated(stmt)
@@ -253,8 +259,7 @@ class Resolver:
                 if value.kind == "items" and value.bound:
                     assigned[name].append(Value(value.bound, value.name))
         for name, values in assigned.items():
-            if values:
-                table[name] = _dedupe(values)
+            table[name] = _dedupe(values)  # empty: a local we cannot type, never the global
         return table
 
     def _assigned_value(self, fn: FunctionRecord, stmt: Stmt) -> list[Value]:
@@ -513,6 +518,15 @@ class Resolver:
     def value_ref_targets(self, fn: FunctionRecord, segs: Segs) -> list[str]:
         """Functions a reference passed or stored as a value stands for (callback edges)."""
         return sorted({v.name for v in self.evaluate(fn, segs) if v.kind == "function"})
+
+
+def _bindings(body: tuple[Stmt, ...]):
+    """Statements that bind names: assignments, `for` targets and `with ... as` targets."""
+    for stmt in body:
+        if stmt.kind == "assign" or (stmt.kind in ("loop", "with") and stmt.targets):
+            yield stmt
+        for block in stmt.blocks:
+            yield from _bindings(block)
 
 
 def _returns(body: tuple[Stmt, ...]):

@@ -342,3 +342,58 @@ def test_class_level_dispatch_table_through_method_type(program_of):
         if data.get("via") == "dispatch"
     }
     assert dispatched == {"pkg.engine.Engine._exec_send", "pkg.engine.Engine._exec_recv"}
+
+
+def test_method_order_is_c3(program_of):
+    # PyCG mro/parents_same_superclass: D(B, C), B(A), C(A): C3 puts C before A.
+    program = program_of(
+        {
+            "pkg/__init__.py": "",
+            "pkg/m.py": """
+                class A:
+                    def func(self):
+                        pass
+
+                class B(A):
+                    pass
+
+                class C(A):
+                    def func(self):
+                        pass
+
+                class D(B, C):
+                    pass
+
+                def use():
+                    D().func()
+            """,
+        }
+    )
+    assert program.mro("pkg.m.D") == ["pkg.m.D", "pkg.m.B", "pkg.m.C", "pkg.m.A"]
+    # D() has no __init__ in the program: the constructor edge names the class itself.
+    assert callees(program, "pkg.m.use") == {"pkg.m.D", "pkg.m.C.func"}
+
+
+def test_a_parameter_or_local_shadows_a_global(program_of):
+    # PyCG external/attribute_assigned: `a` inside `fn` is the parameter, not the global.
+    program = program_of(
+        {
+            "pkg/__init__.py": "",
+            "pkg/m.py": """
+                class Cls:
+                    def __call__(self):
+                        pass
+
+                a = Cls()
+
+                def fn(a):
+                    a()
+
+                def local_too():
+                    a = unknown_factory()
+                    a()
+            """,
+        }
+    )
+    assert callees(program, "pkg.m.fn") == set()
+    assert callees(program, "pkg.m.local_too") == set()
