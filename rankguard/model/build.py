@@ -16,7 +16,7 @@ from rankguard.model.program import (
     walk_calls,
 )
 from rankguard.model.resolve import Resolver
-from rankguard.summary.ir import FileSummary
+from rankguard.summary.ir import CallSite, FileSummary
 
 # What resolution learned, keyed so it can be cached beside the summaries and re-applied:
 # class links, each function's call targets in `walk_calls` order, callbacks, unresolved calls.
@@ -144,8 +144,6 @@ def _resolve_calls(program: Program, resolver: Resolver) -> None:
         for call in walk_calls(record.info.body):
             targets = tuple(resolver.call_targets(record, call))
             resolved.append(Resolved(call, targets))
-            if not targets:
-                program.unresolved.append((qual, call.text, record.path, call.line))
         program.calls[qual] = resolved
         callbacks: dict[tuple[str, int], None] = {}
         for segs, line in record.info.value_refs:
@@ -153,3 +151,45 @@ def _resolve_calls(program: Program, resolver: Resolver) -> None:
                 callbacks.setdefault((name, line), None)
         if callbacks:
             program.callbacks[qual] = list(callbacks)
+    _through_parameters(program, resolver)
+    program.unresolved = [
+        (qual, r.call.text, program.functions[qual].path, r.call.line)
+        for qual in sorted(program.calls)
+        for r in program.calls[qual]
+        if not r.targets
+    ]
+
+
+def _through_parameters(program: Program, resolver: Resolver) -> None:
+    """`def run(fn): fn()` called as `run(self.step)`: the parameter's call reaches what the
+    callers pass (one level deep), as a call edge refined `via: argument`."""
+    callers: dict[str, list[tuple[str, CallSite]]] = defaultdict(list)
+    for qual, resolved in program.calls.items():
+        for call, targets in resolved:
+            for target in targets:
+                if target.kind != "callback" and target.name in program.functions:
+                    callers[target.name].append((qual, call))
+    for qual, resolved in program.calls.items():
+        info = program.functions[qual].info
+        names = [p.name for p in info.params]
+        bound = 1 if info.cls and names and "staticmethod" not in _decorator_names(info) else 0
+        for index, (call, targets) in enumerate(resolved):
+            if targets or len(call.target) != 1 or call.target[0] not in names:
+                continue
+            position = names.index(call.target[0]) - bound
+            found: set[str] = set()
+            for caller, site in callers.get(qual, ()):
+                text = site.kwarg(call.target[0])
+                if text is None and 0 <= position < len(site.args):
+                    text = site.args[position]
+                segs = tuple(text.split(".")) if text else ()
+                if segs and all(part.isidentifier() for part in segs):
+                    found.update(resolver.value_ref_targets(program.functions[caller], segs))
+            if found:
+                resolved[index] = Resolved(
+                    call, tuple(Target(name, "call", "argument") for name in sorted(found))
+                )
+
+
+def _decorator_names(info) -> set[str]:
+    return {dec[-1] for dec in info.decorators if dec}

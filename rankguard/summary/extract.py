@@ -528,8 +528,15 @@ class _Builder:
         for dec in decorators:
             self._expr(dec)
 
-    def assignment(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> Stmt:
+    def assignment(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> Stmt | list[Stmt]:
         value = node.value
+        pairs = _unpacked_pairs(node)
+        if pairs:
+            # `a, b = f, g`: one assignment per name, so each keeps its own value.
+            return [
+                self.assignment(ast.Assign(targets=[t], value=v, lineno=node.lineno))
+                for t, v in pairs
+            ]
         targets: list[Segs] = []
         if isinstance(node, ast.Assign):
             for target in node.targets:
@@ -579,6 +586,21 @@ class _Builder:
                 self.summary.imports.append(
                     ImportInfo(scope, bound, node.module or "", node.level, alias.name, node.lineno)
                 )
+
+
+def _unpacked_pairs(node: ast.stmt) -> list[tuple[ast.expr, ast.expr]]:
+    """(target, value) pairs of `a, b = x, y` (same length, no starred element), else []."""
+    if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+        return []
+    target, value = node.targets[0], node.value
+    if not isinstance(target, (ast.Tuple, ast.List)) or not isinstance(
+        value, (ast.Tuple, ast.List)
+    ):
+        return []
+    elements = [*target.elts, *value.elts]
+    if len(target.elts) != len(value.elts) or any(isinstance(e, ast.Starred) for e in elements):
+        return []
+    return list(zip(target.elts, value.elts, strict=True))
 
 
 def _method_tables(node: ast.ClassDef) -> tuple[tuple[str, tuple[str, ...]], ...]:

@@ -397,3 +397,58 @@ def test_a_parameter_or_local_shadows_a_global(program_of):
     )
     assert callees(program, "pkg.m.fn") == set()
     assert callees(program, "pkg.m.local_too") == set()
+
+
+def test_calls_through_a_parameter_reach_what_callers_pass(program_of):
+    # PyCG args/assigned_call; sglang's `run_with_timeout(fn)`-style helpers.
+    program = program_of(
+        {
+            "pkg/__init__.py": "",
+            "pkg/m.py": """
+                def step():
+                    pass
+
+                def run(fn, *, other=None):
+                    fn()
+
+                class Loop:
+                    def tick(self):
+                        pass
+                    def drive(self, callback):
+                        callback()
+                    def go(self):
+                        run(step)
+                        self.drive(self.tick)
+            """,
+        }
+    )
+    edges = {
+        (caller, callee, data.get("via"))
+        for caller in ("pkg.m.run", "pkg.m.Loop.drive")
+        for _, callee, data in program.graph.out_edges(caller, data=True)
+    }
+    assert edges == {
+        ("pkg.m.run", "pkg.m.step", "argument"),
+        ("pkg.m.Loop.drive", "pkg.m.Loop.tick", "argument"),
+    }
+
+
+def test_tuple_unpacking_keeps_each_value(program_of):
+    program = program_of(
+        {
+            "pkg/__init__.py": "",
+            "pkg/m.py": """
+                def f1():
+                    pass
+
+                def f2():
+                    pass
+
+                def use():
+                    a, b = f1, f2
+                    a()
+                    b()
+            """,
+        }
+    )
+    assert callees(program, "pkg.m.use", "call") == {"pkg.m.f1", "pkg.m.f2"}
