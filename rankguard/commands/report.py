@@ -72,14 +72,12 @@ def run(args: argparse.Namespace) -> int:
     rules = choose(all_rules(config))
     inventory = read_inventory(args.inventory) if args.inventory is not None else None
     cache = make_cache(config, args.cache_dir, enabled=not args.no_cache)
-    from rankguard.audits.inventory.pipeline import MemoCache
-
     report = build_report(
         args.repo,
         args.base,
         args.head,
         config,
-        MemoCache(cache),
+        cache,
         rules,
         subdir=args.subdir,
         inventory=inventory,

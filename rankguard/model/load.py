@@ -19,8 +19,10 @@ from pathlib import Path
 
 from rankguard.adapters.sources import SourceTree, read_directory
 from rankguard.config import Config
+from rankguard.errors import ErrorRecord
 from rankguard.model.build import Resolution, build_program
 from rankguard.model.program import Program
+from rankguard.summary.ir import FileSummary
 from rankguard.summary.parse import SummaryCache, default_cache_dir, parse_all
 
 
@@ -83,6 +85,18 @@ def load_program(tree: SourceTree, config: Config, cache: SummaryCache | None = 
     cache = cache or SummaryCache(None, config.digest())
     with paused_gc():
         summaries, errors = parse_all(tree.files, cache)
+        return program_from_summaries(tree, summaries, errors, cache)
+
+
+def program_from_summaries(
+    tree: SourceTree,
+    summaries: dict[str, FileSummary],
+    errors: list[ErrorRecord],
+    cache: SummaryCache,
+) -> Program:
+    """The program over summaries a caller already holds (one parse serves both), with its
+    resolution from the cache when this exact file set was resolved before."""
+    with paused_gc():
         where = _resolution_path(cache, _program_key(tree, cache))
         cached = _load_resolution(where)
         try:

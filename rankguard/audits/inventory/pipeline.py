@@ -7,7 +7,6 @@ when reachability is asked for (a census does not need it).
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,30 +21,10 @@ from rankguard.audits.inventory.table import Inventory
 from rankguard.audits.inventory.templates import line_matchers
 from rankguard.config import Config
 from rankguard.errors import ErrorRecord
+from rankguard.model.load import paused_gc
 from rankguard.summary import emissions as _emissions  # noqa: F401  (registers the extractor)
 from rankguard.summary.ir import FileSummary
-from rankguard.summary.parse import Parsed, SummaryCache, parse_all
-
-
-class MemoCache(SummaryCache):
-    """The caller's cache plus an in-memory layer: relocation and the model share one parse
-    per file even with the disk cache disabled."""
-
-    def __init__(self, inner: SummaryCache) -> None:
-        super().__init__(inner.directory, "")
-        self.salt = inner.salt
-        self._memo: dict[str, bytes] = {}
-
-    def get(self, blob: str) -> Parsed | None:
-        payload = self._memo.get(blob)
-        if payload is not None:
-            value = pickle.loads(payload)
-            return value if isinstance(value, Parsed) else None
-        return super().get(blob)
-
-    def put(self, blob: str, payload: bytes) -> None:
-        self._memo[blob] = payload
-        super().put(blob, payload)
+from rankguard.summary.parse import SummaryCache, parse_all
 
 
 @dataclass
@@ -66,11 +45,11 @@ def load_pinned(repo_path: Path, pin: str, config: Config, cache: SummaryCache) 
     repo = open_repository(repo_path)
     commit = resolve_revision(repo, pin)
     tree = read_revision(repo_path, commit.hexsha, exclude=config.exclude)
-    memo = MemoCache(cache)
-    summaries, errors = parse_all(tree.files, memo)
+    with paused_gc():
+        summaries, errors = parse_all(tree.files, cache)
     emitting, others = collect_sites(tree.files, summaries, config.emitters)
     return Pinned(
-        repo, commit, tree, summaries, sorted({*tree.errors, *errors}), emitting, others, memo
+        repo, commit, tree, summaries, sorted({*tree.errors, *errors}), emitting, others, cache
     )
 
 
@@ -113,9 +92,10 @@ def relocate(
 def _reach(pinned: Pinned, config: Config, patterns: Sequence[str]):
     """Chains from the rounds to every reachable function, or None when no round matches."""
     from rankguard.audits.reach import match_rounds, reach_from
-    from rankguard.model import load_program
+    from rankguard.model.load import program_from_summaries
 
-    program = load_program(pinned.tree, config, pinned.cache)
+    parse_errors = [e for e in pinned.errors if e not in pinned.tree.errors]
+    program = program_from_summaries(pinned.tree, pinned.summaries, parse_errors, pinned.cache)
     rounds = match_rounds(program, patterns)
     if not rounds:
         return None, program.errors
