@@ -10,7 +10,7 @@ from typing import Any
 
 from rankguard.adapters.sources import read_directory
 from rankguard.config import Config, load
-from rankguard.errors import ErrorRecord
+from rankguard.errors import ErrorRecord, InputError
 from rankguard.model import Program, load_program
 from rankguard.model.load import make_cache
 
@@ -34,3 +34,14 @@ def emit_json(payload: dict[str, Any], out=None) -> None:
 def print_errors(errors: list[ErrorRecord]) -> None:
     for error in errors:
         print(f"rankguard: {error.path}: {error.message}", file=sys.stderr)
+
+
+def write_output(text: str, destination: Path | None) -> None:
+    """To stdout, or to `destination` (an unwritable destination is an input error)."""
+    if destination is None:
+        sys.stdout.write(text)
+        return
+    try:
+        destination.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{destination}: cannot write: {exc.strerror or exc}") from exc

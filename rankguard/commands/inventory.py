@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rankguard.audits.inventory import pipeline, render
 from rankguard.audits.inventory.table import Inventory, read_inventory
-from rankguard.commands._shared import emit_json, load_config, print_errors
+from rankguard.commands._shared import emit_json, load_config, print_errors, write_output
 from rankguard.errors import InputError
 from rankguard.model.load import make_cache
 
@@ -90,16 +90,6 @@ def _load(args: argparse.Namespace) -> tuple[Inventory, pipeline.Pinned, object]
     return inv, pipeline.load_pinned(args.repo, args.pin, config, cache), config
 
 
-def _write(text: str, destination: Path | None) -> None:
-    if destination is None:
-        sys.stdout.write(text)
-        return
-    try:
-        destination.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{destination}: cannot write: {exc.strerror or exc}") from exc
-
-
 def _exit(outcome: pipeline.Outcome) -> int:
     if outcome.errors:
         return 2
@@ -117,7 +107,7 @@ def run_relocate(args: argparse.Namespace) -> int:
             with _open_out(destination) as handle:
                 emit_json(render.relocate_json(outcome), handle)
     else:
-        _write(render.regenerate_markdown(inv, outcome), destination)
+        write_output(render.regenerate_markdown(inv, outcome), destination)
         for line in render.relocate_text_warnings(outcome):
             print(line, file=sys.stderr)
     print_errors(outcome.errors)

@@ -23,8 +23,7 @@ from rankguard.audits.inventory.table import read_inventory
 from rankguard.audits.report import build_report
 from rankguard.audits.report.build import FAIL_ON
 from rankguard.audits.report.staleness import default_source
-from rankguard.commands._shared import load_config, print_errors
-from rankguard.errors import InputError
+from rankguard.commands._shared import load_config, print_errors, write_output
 from rankguard.model.load import make_cache
 from rankguard.rules.engine import choose
 from rankguard.rules.registry import all_rules
@@ -55,16 +54,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="analyse only this folder of the repository (paths are then relative to it)",
     )
-
-
-def _write(text: str, destination: Path | None) -> None:
-    if destination is None:
-        sys.stdout.write(text)
-        return
-    try:
-        destination.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{destination}: cannot write: {exc.strerror or exc}") from exc
 
 
 def run(args: argparse.Namespace) -> int:
@@ -99,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         from rankguard.reports.render import render_markdown
 
         text = render_markdown(data)
-    _write(text, args.output)
+    write_output(text, args.output)
     if args.output is not None or args.format != "md":
         print(data["summary"]["text"], file=sys.stderr)
     print_errors(report.errors)

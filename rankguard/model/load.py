@@ -11,16 +11,14 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
-import os
-import pickle
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from rankguard.adapters import store
 from rankguard.adapters.sources import SourceTree, read_directory
 from rankguard.config import Config
 from rankguard.errors import ErrorRecord
-from rankguard.model.build import Resolution, build_program
+from rankguard.model.build import build_program
 from rankguard.model.program import Program
 from rankguard.summary.ir import FileSummary
 from rankguard.summary.parse import SummaryCache, default_cache_dir, parse_all
@@ -57,30 +55,6 @@ def _resolution_path(cache: SummaryCache, key: str) -> Path | None:
     return cache.directory / "programs" / f"{key}.pickle"
 
 
-def _load_resolution(path: Path | None) -> Resolution | None:
-    if path is None:
-        return None
-    try:
-        with path.open("rb") as handle:
-            value = pickle.load(handle)
-    except Exception:  # missing, corrupt or truncated: resolve afresh
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _store_resolution(path: Path | None, resolution: Resolution) -> None:
-    if path is None:
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as handle:
-            pickle.dump(resolution, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # an unwritable cache only costs speed
-
-
 def load_program(tree: SourceTree, config: Config, cache: SummaryCache | None = None) -> Program:
     cache = cache or SummaryCache(None, config.digest())
     with paused_gc():
@@ -98,14 +72,14 @@ def program_from_summaries(
     resolution from the cache when this exact file set was resolved before."""
     with paused_gc():
         where = _resolution_path(cache, _program_key(tree, cache))
-        cached = _load_resolution(where)
+        cached = store.load(where, dict)
         try:
             program, resolution = build_program(tree, summaries, [*tree.errors, *errors], cached)
         except (KeyError, ValueError):  # a resolution that does not fit: rebuild it
             cached = None
             program, resolution = build_program(tree, summaries, [*tree.errors, *errors])
         if cached is None:
-            _store_resolution(where, resolution)
+            store.store(where, resolution)
     return program
 
 

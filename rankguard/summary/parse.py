@@ -13,7 +13,6 @@ import hashlib
 import io
 import os
 import pickle
-import tempfile
 import tokenize
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
@@ -21,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rankguard import __version__
+from rankguard.adapters import store
 from rankguard.adapters.sources import SourceFile
+from rankguard.adapters.store import write_atomic
 from rankguard.errors import ErrorRecord
 from rankguard.summary.extract import summarize
 from rankguard.summary.ir import FileSummary
@@ -119,27 +120,11 @@ class SummaryCache:
     def get(self, blob: str) -> Parsed | None:
         if self.directory is None:
             return None
-        try:
-            with self._path(blob).open("rb") as handle:
-                value = pickle.load(handle)
-        except FileNotFoundError:
-            return None
-        except Exception:  # a corrupt or truncated entry: rebuild it
-            return None
-        return value if isinstance(value, Parsed) else None
+        return store.load(self._path(blob), Parsed)
 
     def put(self, blob: str, payload: bytes) -> None:
-        if self.directory is None:
-            return
-        path = self._path(blob)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(payload)
-            os.replace(tmp, path)
-        except OSError:
-            pass  # an unwritable cache only costs speed
+        if self.directory is not None:
+            write_atomic(self._path(blob), payload)
 
 
 def _parse_to_bytes(data: bytes) -> bytes:

@@ -13,15 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import os
-import pickle
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+from rankguard.adapters import store
 from rankguard.adapters.sources import SourceTree
 from rankguard.rules.base import Rule
 from rankguard.rules.engine import CheckResult
@@ -74,24 +72,8 @@ def results_path(
 
 
 def load_results(path: Path | None) -> Results | None:
-    if path is None:
-        return None
-    try:
-        with path.open("rb") as handle:
-            value = pickle.load(handle)
-    except Exception:  # missing, truncated or from another version: compute afresh
-        return None
-    return value if isinstance(value, Results) else None
+    return store.load(path, Results)
 
 
 def store_results(path: Path | None, results: Results) -> None:
-    if path is None:
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-        with os.fdopen(fd, "wb") as handle:
-            pickle.dump(results, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-    except (OSError, pickle.PicklingError):
-        pass  # an unwritable cache only costs speed
+    store.store(path, results)

@@ -1,0 +1,48 @@
+"""The on-disk cache's one way to read and write an entry.
+
+Writes are atomic (a temporary file renamed into place), so runs sharing a cache never see half
+an entry; a read that fails for any reason (missing, truncated, from another version) is a
+miss, and an unwritable cache only costs speed.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import tempfile
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def write_atomic(path: Path, payload: bytes) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def store(path: Path | None, value: object) -> None:
+    if path is None:
+        return
+    try:
+        payload = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return
+    write_atomic(path, payload)
+
+
+def load(path: Path | None, kind: type[T]) -> T | None:
+    if path is None:
+        return None
+    try:
+        with path.open("rb") as handle:
+            value = pickle.load(handle)
+    except Exception:  # a miss, whatever the reason
+        return None
+    return value if isinstance(value, kind) else None
