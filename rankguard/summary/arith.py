@@ -259,7 +259,10 @@ def _is_time_call(node: ast.AST) -> bool:
 
 
 def _cache_stores(
-    fn: ast.FunctionDef | ast.AsyncFunctionDef, globals_: set[str], module_names: set[str]
+    fn: ast.FunctionDef | ast.AsyncFunctionDef,
+    globals_: set[str],
+    module_names: set[str],
+    local: list[ast.AST],
 ) -> dict[int, tuple[str, str]]:
     """Lines whose stores keep a value across rounds, with (kind, detail).
 
@@ -270,12 +273,12 @@ def _cache_stores(
     """
     me = fn.args.args[0].arg if fn.args.args else None
     time_names: set[str] = set()
-    for node in _walk_local(fn.body):
+    for node in local:
         if isinstance(node, ast.Assign) and _is_time_call(node.value):
             time_names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-    all_stores = _stored(fn.body)
+    all_stores: list[tuple[int, tuple[str, ...]]] | None = None  # computed when needed
     found: dict[int, tuple[str, str]] = {}
-    for node in _walk_local(fn.body):
+    for node in local:
         if not isinstance(node, ast.If):
             continue
         test = node.test
@@ -283,23 +286,30 @@ def _cache_stores(
         timeish = any(
             _is_time_call(n) or (isinstance(n, ast.Name) and n.id in time_names) for n in test_nodes
         )
+        time_compare = timeish and any(isinstance(n, ast.Compare) for n in test_nodes)
+        names = {n.id for n in test_nodes if isinstance(n, ast.Name)}
+        memo_globals = names & (globals_ | module_names)
+        memo_self = _memo_test(test, me)
+        if not (time_compare or memo_self or (memo_globals and _memo_test(test, None))):
+            continue  # no caching form starts here: skip walking the body's stores
         attrs = {
             n.attr
             for n in test_nodes
             if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me
         }
-        names = {n.id for n in test_nodes if isinstance(n, ast.Name)}
         stores = _stored(node.body)
         detail = _text(test)
         stored_attrs = {s[1] for _, s in stores if me and len(s) == 2 and s[0] == me}
         stamps = attrs & stored_attrs
-        if timeish and any(isinstance(n, ast.Compare) for n in test_nodes):
+        if time_compare:
             if stamps:
                 for line, segs in stores:
                     if len(segs) == 2 and segs[0] == me and segs[1] not in stamps:
                         found[line] = ("time-cadence", detail)
                 continue
             # Early return of the kept value while fresh; the refresh follows the `if`.
+            if all_stores is None:
+                all_stores = _stored(fn.body)
             fn_stamps = attrs & {s[1] for _, s in all_stores if len(s) == 2 and s[0] == me}
             returned = {
                 n.attr
@@ -315,11 +325,10 @@ def _cache_stores(
                     if len(segs) == 2 and segs[0] == me and segs[1] in returned - fn_stamps:
                         found[line] = ("time-cadence", detail)
                 continue
-        if _memo_test(test, me):
+        if memo_self:
             for line, segs in stores:
                 if len(segs) == 2 and segs[0] == me and segs[1] in attrs:
                     found.setdefault(line, ("memo", detail))
-        memo_globals = names & (globals_ | module_names)
         if memo_globals and _memo_test(test, None):
             for line, segs in stores:
                 if (
@@ -362,10 +371,13 @@ def _memo_test(test: ast.AST, me: str | None) -> bool:
 
 
 def _events(
-    body: list[ast.stmt], conv: _Converter, cache_lines: dict[int, tuple[str, str]]
+    body: list[ast.stmt],
+    conv: _Converter,
+    cache_lines: dict[int, tuple[str, str]],
+    local: list[ast.AST] | None = None,
 ) -> list[tuple[Any, ...]]:
     out: list[tuple[Any, ...]] = []
-    for node in _walk_local(body):
+    for node in local if local is not None else _walk_local(body):
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Assign):
             value = conv.expr(node.value)
@@ -456,8 +468,8 @@ class _Collector:
         self.functions[""] = FnArith((), tuple(events))
         self.scope(tree.body, "")
 
-    def scope(self, body: list[ast.stmt], prefix: str) -> None:
-        for node in _walk_local(body):
+    def scope(self, body: list[ast.stmt], prefix: str, local: list[ast.AST] | None = None) -> None:
+        for node in local if local is not None else _walk_local(body):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.function(node, prefix)
             elif isinstance(node, ast.ClassDef):
@@ -471,21 +483,20 @@ class _Collector:
             p.arg
             for p in [*a.posonlyargs, *a.args, *([a.vararg] if a.vararg else []), *a.kwonlyargs]
         )
-        globals_ = {
-            name for n in _walk_local(fn.body) if isinstance(n, ast.Global) for name in n.names
-        }
+        local = list(_walk_local(fn.body))  # one walk serves every pass below
+        globals_ = {name for n in local if isinstance(n, ast.Global) for name in n.names}
         conv = _Converter(self.consts)
-        cache_lines = _cache_stores(fn, globals_, self.module_names)
-        events = _events(fn.body, conv, cache_lines)
+        cache_lines = _cache_stores(fn, globals_, self.module_names, local)
+        events = _events(fn.body, conv, cache_lines, local)
         cache = _decorator_cache(fn)
         returns_text = ""
         if cache:
-            returned = [n.value for n in _walk_local(fn.body) if isinstance(n, ast.Return)]
+            returned = [n.value for n in local if isinstance(n, ast.Return)]
             returns_text = " | ".join(_text(v) for v in returned if v is not None)
         self.functions[qual] = FnArith(
             params, tuple(events), cache, returns_text, tuple(sorted(globals_))
         )
-        self.scope(fn.body, f"{qual}.<locals>")
+        self.scope(fn.body, f"{qual}.<locals>", local)
 
 
 @register_extractor(FACT)
