@@ -43,6 +43,7 @@ from rankguard.rules.engine import (
     unused_ignores,
 )
 from rankguard.rules.registry import all_rules
+from rankguard.rules.results_cache import Results, load_results, results_path, store_results
 
 NAME = "check"
 HELP = "run the rules: calls that block before collectives, rank-divergent collectives, ..."
@@ -199,8 +200,14 @@ def run(args: argparse.Namespace) -> int:
         tree = read_directory(target.root, config.exclude)
         program = load_program(tree, config, cache)
         base = target.root if target.root.is_dir() else target.root.parent
-        options["read_source"] = lambda rel, root=base: (root / rel).read_text("utf-8")
-        part = run_rules(program, config, chosen, options)
+        where = results_path(tree, cache, chosen, f"round-tail={args.include_round_tail}")
+        cached = load_results(where)
+        if cached is not None:
+            part = cached.check
+        else:
+            options["read_source"] = lambda rel, root=base: (root / rel).read_text("utf-8")
+            part = run_rules(program, config, chosen, options)
+            store_results(where, Results(part, None))
         if args.report_unused_ignores:
             ran = [rule.name for rule in chosen]
             part.findings = sorted([*part.findings, *unused_ignores(program, part, ran, rules)])

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from rankguard.adapters.sources import SourceTree, open_repository, read_revision, resolve_revision
-from rankguard.audits.report.memo import Results, load_results, results_path, store_results
 from rankguard.audits.report.staleness import RowSource
 from rankguard.config import Config
 from rankguard.model.load import load_program
 from rankguard.model.program import Program
 from rankguard.rules.base import Rule, RuleContext
 from rankguard.rules.engine import CheckResult, run_rules
+from rankguard.rules.results_cache import Results, load_results, results_path, store_results
 from rankguard.summary.ir import FileSummary
 from rankguard.summary.parse import SummaryCache
 

@@ -1,9 +1,10 @@
-"""A cache of one side's results (findings and staleness rows) by everything they depend on.
+"""A cache of rule results (findings, and staleness rows for reports) by everything they
+depend on.
 
-A report analyses two revisions, and the base of one pull request is the base (or the head) of
-many others: its results are a pure function of the exact file set (the program key the
-resolution cache already uses), the configuration, the chosen rules and the code that computes
-them. With that key, a CI run whose base was analysed before pays only for its head.
+Results are a pure function of the exact file set (the program key the resolution cache
+already uses), the configuration, the chosen rules, the run's options and the code that
+computes them. With that key, `rankguard check` on an unchanged tree and a report whose base was
+analysed before pay only for loading.
 
 The code part of the key hashes every file of the rankguard package and the source file of
 every chosen rule (plugins included), so editing an analysis invalidates its cached results.
@@ -25,7 +26,7 @@ from rankguard.rules.base import Rule
 from rankguard.rules.engine import CheckResult
 from rankguard.summary.parse import SummaryCache
 
-PACKAGE = Path(__file__).resolve().parents[2]
+PACKAGE = Path(__file__).resolve().parents[1]
 
 
 @dataclass
@@ -57,9 +58,10 @@ def _rule_sources(rules: Sequence[type[Rule]]) -> list[str]:
 
 
 def results_path(
-    tree: SourceTree, summaries: SummaryCache, rules: Sequence[type[Rule]]
+    tree: SourceTree, summaries: SummaryCache, rules: Sequence[type[Rule]], options: str = ""
 ) -> Path | None:
-    """Where this side's results are kept (None: the cache is off)."""
+    """Where these results are kept (None: the cache is off); `options` names every switch
+    that changes what the rules report (e.g. `--include-round-tail`)."""
     if summaries.directory is None:
         return None
     digest = hashlib.sha256(summaries.salt.encode())
@@ -68,6 +70,7 @@ def results_path(
     digest.update(package_digest().encode())
     for line in _rule_sources(rules):
         digest.update(line.encode() + b"\n")
+    digest.update(options.encode())
     return summaries.directory / "results" / f"{digest.hexdigest()}.pickle"
 
 
