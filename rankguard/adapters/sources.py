@@ -53,10 +53,6 @@ class SourceFile:
     data: bytes = field(repr=False)
     blob: str = ""
 
-    @property
-    def is_package(self) -> bool:
-        return PurePosixPath(self.path).stem == "__init__"
-
 
 @dataclass
 class SourceTree:

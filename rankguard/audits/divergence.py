@@ -38,7 +38,7 @@ from typing import Any
 from rankguard.audits.chains import Hop, chain_json
 from rankguard.audits.reach import FOLLOWED, reach_from_rounds
 from rankguard.audits.rounds import CollectiveReach, CollectiveSite
-from rankguard.model.program import FunctionRecord, Program, walk_calls
+from rankguard.model.program import FunctionRecord, Program, walk_calls, walk_statements
 from rankguard.summary.extract import reference
 from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT, CallSite, Segs, Stmt, segs_text
 
@@ -426,7 +426,7 @@ class RankLocalFlow:
         names: set[str] = set()
         fed: dict[str, bool] = {}  # name -> every feed so far came from a collective
         for record in self.program.functions.values():
-            for stmt in _statements(record.info.body):
+            for stmt in walk_statements(record.info.body):
                 for call in stmt.calls:
                     segs = call.target
                     if len(segs) < 3 or segs[-1] not in _MUTATORS or segs[-2] in (CALL, SUBSCRIPT):
@@ -536,13 +536,6 @@ def _callees_first(program: Program) -> list[str]:
     for component in reversed(list(nx.lexicographical_topological_sort(condensed))):
         order.extend(sorted(condensed.nodes[component]["members"]))
     return order
-
-
-def _statements(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
-    for stmt in body:
-        yield stmt
-        for block in stmt.blocks:
-            yield from _statements(block)
 
 
 class _Walker:
@@ -1153,13 +1146,12 @@ def find_divergent_calls(
     rounds: Sequence[str],
     reach: CollectiveReach,
     driver_terms: Iterable[Any] = (),
-    flow: RankLocalFlow | None = None,
 ) -> list[DivergentCall]:
     """Every collective call, in a function a round reaches, under a rank-local guard."""
     reached = reach_from_rounds(program, rounds)
     if not reached:
         return []
-    flow = flow or RankLocalFlow(program, reach, SourceCatalog.from_config(driver_terms))
+    flow = RankLocalFlow(program, reach, SourceCatalog.from_config(driver_terms))
     out: list[DivergentCall] = []
     for name in sorted(reached):
         record = program.functions[name]

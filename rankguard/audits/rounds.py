@@ -88,10 +88,6 @@ class CollectiveReach:
         self.catalog = catalog
         self._memo: dict[str, list[tuple[CollectiveSite, list[Hop]]]] = {}
 
-    def is_collective_function(self, name: str) -> bool:
-        """A function that reaches a collective on some path is a collective site itself."""
-        return bool(self.under(name))
-
     def under(self, name: str) -> list[tuple[CollectiveSite, list[Hop]]]:
         return self._under(name, frozenset())[0]
 
@@ -142,9 +138,13 @@ class CollectiveReach:
 
 
 def find_rounds(
-    program: Program, patterns: Sequence[str], catalog: CollectiveCatalog
+    program: Program,
+    patterns: Sequence[str],
+    catalog: CollectiveCatalog,
+    reach: CollectiveReach | None = None,
 ) -> list[Round]:
-    reach = CollectiveReach(program, catalog)
+    """Rounds and their collectives; pass the `reach` other analyses share to reuse its memo."""
+    reach = reach or CollectiveReach(program, catalog)
     rounds: list[Round] = []
     for record in match_rounds(program, patterns):
         loop = round_loop(record)

@@ -22,7 +22,7 @@ from rankguard.audits.blocking import BlockingAnalysis
 from rankguard.audits.chains import Hop, chain_json
 from rankguard.audits.reach import FOLLOWED
 from rankguard.audits.rounds import Round, loop_calls
-from rankguard.model.program import FunctionRecord, Program, walk_calls
+from rankguard.model.program import FunctionRecord, Program, walk_calls, walk_statements
 from rankguard.summary.ir import CallSite, Stmt, segs_text
 
 # Point-to-point calls that wait for their peer (isend/irecv return a Work; its wait() counts).
@@ -161,7 +161,7 @@ class WatchdogAnalysis:
         decorated = self.decorated(record)
         out: list[Reached] = []
         seen: set[tuple[Wait, bool]] = set()
-        for stmt in _statements(record.info.body):
+        for stmt in walk_statements(record.info.body):
             for call in stmt.calls:
                 for reached in self.of_call(record, call, stmt.calls):
                     reached = Reached(reached.wait, reached.chain, reached.covered or decorated)
@@ -179,7 +179,7 @@ class WatchdogAnalysis:
         if self.decorated(record):
             return []
         by_call: dict[int, list[CallSite]] = {}
-        for stmt in _statements(rnd.loop.blocks[0] if rnd.loop.blocks else ()):
+        for stmt in walk_statements(rnd.loop.blocks[0] if rnd.loop.blocks else ()):
             for call in stmt.calls:
                 by_call[id(call)] = list(stmt.calls)
         out: list[Unwatched] = []
@@ -203,13 +203,6 @@ def _callee(analysis: WatchdogAnalysis, record: FunctionRecord, call: CallSite) 
         if t.name in analysis.program.functions or analysis.collectives.kind(t.name)
     ]
     return targets[0] if targets else segs_text(call.target)
-
-
-def _statements(body: tuple[Stmt, ...]):
-    for stmt in body:
-        yield stmt
-        for block in stmt.blocks:
-            yield from _statements(block)
 
 
 def find_unwatched(

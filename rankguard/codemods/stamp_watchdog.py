@@ -33,6 +33,8 @@ import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 from libcst.metadata import PositionProvider
 
+from rankguard.errors import InputError
+
 DEFAULT_HOOK = "on_blocked_recv"
 
 
@@ -54,14 +56,12 @@ def sites_from_findings(findings: Sequence[dict[str, Any]]) -> list[StampSite]:
         if item.get("rule") != "unwatched-collective":
             continue
         function = str(item.get("function", ""))
-        out.append(
-            StampSite(
-                str(item["path"]),
-                function,
-                int(item["line"]),
-                str(item.get("stamp") or function.rsplit(".", 1)[-1]),
-            )
-        )
+        try:
+            path, line = str(item["path"]), int(item["line"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"finding without a usable path and line: {item!r:.120}") from exc
+        stamp = str(item.get("stamp") or function.rsplit(".", 1)[-1])
+        out.append(StampSite(path, function, line, stamp))
     return sorted(set(out))
 
 
@@ -233,7 +233,12 @@ def _same_function(site_function: str, local: str) -> bool:
 
 def _load_sites(findings: str | None, filename: str | None) -> list[StampSite]:
     if findings:
-        data = json.loads(Path(findings).read_text("utf-8"))
+        try:
+            data = json.loads(Path(findings).read_text("utf-8"))
+        except (OSError, ValueError) as exc:
+            raise InputError(f"{findings}: cannot read findings JSON: {exc}") from exc
+        if not isinstance(data, dict) or not isinstance(data.get("findings", []), list):
+            raise InputError(f"{findings}: not `rankguard check --format json` output")
         return sites_from_findings(data.get("findings", []))
     if filename is None:
         return []

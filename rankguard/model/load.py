@@ -42,7 +42,8 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _program_key(tree: SourceTree, cache: SummaryCache) -> str:
+def program_key(tree: SourceTree, cache: SummaryCache) -> str:
+    """Identity of a program: its exact (path, module, blob) set under the cache's salt."""
     digest = hashlib.sha256(cache.salt.encode())
     for src in sorted(tree.files, key=lambda f: f.path):
         digest.update(f"{src.path}\0{src.module}\0{src.blob}\n".encode())
@@ -71,7 +72,7 @@ def program_from_summaries(
     """The program over summaries a caller already holds (one parse serves both), with its
     resolution from the cache when this exact file set was resolved before."""
     with paused_gc():
-        where = _resolution_path(cache, _program_key(tree, cache))
+        where = _resolution_path(cache, program_key(tree, cache))
         cached = store.load(where, dict)
         try:
             program, resolution = build_program(tree, summaries, [*tree.errors, *errors], cached)

@@ -86,6 +86,7 @@ class Program:
     _resolver: object = field(default=None, repr=False)
     _graph: nx.MultiDiGraph | None = field(default=None, repr=False)
     _mro: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    _targets: dict[str, dict[int, tuple[Target, ...]]] = field(default_factory=dict, repr=False)
 
     @property
     def graph(self) -> nx.MultiDiGraph:
@@ -151,10 +152,13 @@ class Program:
         return self.calls.get(function, [])
 
     def targets_of(self, function: str, call: CallSite) -> tuple[Target, ...]:
-        for resolved in self.calls.get(function, ()):
-            if resolved.call is call:
-                return resolved.targets
-        return ()
+        """The resolved targets of one call site of `function` (indexed once per function)."""
+        table = self._targets.get(function)
+        if table is None:
+            table = self._targets[function] = {
+                id(r.call): r.targets for r in self.calls.get(function, ())
+            }
+        return table.get(id(call), ())
 
     def mro(self, cls: str) -> list[str]:
         """Python's C3 linearisation over the classes we know (bases outside the program are
@@ -201,3 +205,11 @@ def walk_calls(body: tuple[Stmt, ...]) -> Iterator[CallSite]:
         yield from stmt.calls
         for block in stmt.blocks:
             yield from walk_calls(block)
+
+
+def walk_statements(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
+    """Every statement of a body, nested blocks included, in program order."""
+    for stmt in body:
+        yield stmt
+        for block in stmt.blocks:
+            yield from walk_statements(block)

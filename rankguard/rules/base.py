@@ -94,7 +94,7 @@ class RuleContext:
     def rounds(self):  # -> list[Round]
         from rankguard.audits.rounds import find_rounds
 
-        return find_rounds(self.program, self.config.rounds, self.collectives)
+        return find_rounds(self.program, self.config.rounds, self.collectives, self.reach)
 
     @cached_property
     def reach(self):  # -> CollectiveReach

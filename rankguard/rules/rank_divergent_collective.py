@@ -207,13 +207,8 @@ class RankDivergentCollective(Rule):
     ]
 
     def check(self, context: RuleContext) -> Iterable[Finding]:
-        flow = context.__dict__.get("_rank_local_flow")
         calls = find_divergent_calls(
-            context.program,
-            context.config.rounds,
-            context.reach,
-            context.config.driver_terms,
-            flow,
+            context.program, context.config.rounds, context.reach, context.config.driver_terms
         )
         for call in calls:
             yield _finding(self.name, call)

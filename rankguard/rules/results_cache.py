@@ -22,6 +22,7 @@ from typing import Any
 
 from rankguard.adapters import store
 from rankguard.adapters.sources import SourceTree
+from rankguard.model.load import program_key
 from rankguard.rules.base import Rule
 from rankguard.rules.engine import CheckResult
 from rankguard.summary.parse import SummaryCache
@@ -64,9 +65,7 @@ def results_path(
     that changes what the rules report (e.g. `--include-round-tail`)."""
     if summaries.directory is None:
         return None
-    digest = hashlib.sha256(summaries.salt.encode())
-    for src in sorted(tree.files, key=lambda f: f.path):
-        digest.update(f"{src.path}\0{src.module}\0{src.blob}\n".encode())
+    digest = hashlib.sha256(program_key(tree, summaries).encode())
     digest.update(package_digest().encode())
     for line in _rule_sources(rules):
         digest.update(line.encode() + b"\n")

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from libcst.codemod import CodemodTest
 
 from rankguard.cli import main
@@ -172,3 +173,21 @@ def test_libcst_tool_runs_the_command_with_findings(tmp_path: Path) -> None:
     assert 'with self.on_blocked_recv("broadcast_pyobj"):' in text
     subprocess.run(command, check=True, capture_output=True, cwd=tmp_path)
     assert (tree / "toysched" / "managers" / "scheduler_pp_mixin.py").read_text() == text
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("[1, 2]", "not `rankguard check --format json` output"),
+        ("{not json", "cannot read findings JSON"),
+        ('{"findings": [{"rule": "unwatched-collective", "function": "f"}]}', "usable path"),
+    ],
+)
+def test_bad_findings_file_is_an_input_error(tmp_path, content: str, message: str) -> None:
+    from rankguard.codemods.stamp_watchdog import _load_sites
+    from rankguard.errors import InputError
+
+    findings = tmp_path / "findings.json"
+    findings.write_text(content)
+    with pytest.raises(InputError, match=message):
+        _load_sites(str(findings), None)
