@@ -14,6 +14,7 @@ from rankguard.config import Config
 from rankguard.errors import InputError
 from rankguard.model.program import Program
 from rankguard.rules.base import Finding, Rule, RuleContext, fingerprint
+from rankguard.summary.ir import FileSummary
 
 
 @dataclass
@@ -61,8 +62,7 @@ def _locations(finding: Finding) -> list[tuple[str, int]]:
     return out
 
 
-def _suppression(program: Program, finding: Finding) -> tuple[str, int, str] | None:
-    by_path = {m.path: m.summary for m in program.modules.values()}
+def _suppression(by_path: dict[str, FileSummary], finding: Finding) -> tuple[str, int, str] | None:
     for path, line in _locations(finding):
         summary = by_path.get(path)
         if summary is None:
@@ -105,8 +105,9 @@ def run_rules(
     for rule_class in rules:
         found.extend(rule_class().check(context))
     result = CheckResult()
+    by_path = {m.path: m.summary for m in program.modules.values()}
     for finding in unique_fingerprints(found):
-        hit = _suppression(program, finding)
+        hit = _suppression(by_path, finding)
         if hit is None:
             result.findings.append(finding)
         else:

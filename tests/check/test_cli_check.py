@@ -251,3 +251,35 @@ def test_several_paths(capsys, tmp_path: Path):
     code, payload = _json(capsys, str(a), str(b))
     assert code == 1
     assert {f["path"].split("/pkg/")[0] for f in payload["findings"]} == {str(a), str(b)}
+
+
+CST_RULE = """
+import libcst as cst
+
+from rankguard.rules.base import Finding, Rule, fingerprint
+
+
+class TodoComment(Rule):
+    name = "local-todo-comment"
+    description = "A TODO comment in a module (comments exist only in the concrete syntax tree)."
+
+    def check(self, context):
+        for module in sorted(context.program.modules.values(), key=lambda m: m.path):
+            tree = context.cst(module.path)
+            marker = "# " + "TODO"  # not spelled whole, so this file does not match itself
+            for number, line in enumerate(tree.code.splitlines(), start=1):
+                if marker in line:
+                    yield Finding(module.path, number, self.name, "todo",
+                                  fingerprint(self.name, module.name, line.strip()))
+"""
+
+
+def test_a_plugin_sees_a_libcst_module_per_file(capsys, tmp_path: Path):
+    root = _tree(tmp_path, **{
+        "pyproject.toml": '[tool.rankguard]\nplugins = [".cst_rules"]\n',
+        "cst_rules.py": CST_RULE,
+        "pkg/other.py": "x = 1\n\n# TODO: remove\n",
+    })  # fmt: skip
+    code, payload = _json(capsys, str(root), "--select", "local-todo-comment")
+    assert code == 1
+    assert [(f["path"], f["line"]) for f in payload["findings"]] == [("pkg/other.py", 3)]

@@ -14,12 +14,10 @@ reach a budget is reported, never dropped for a path the analysis cannot tell ap
 
 from __future__ import annotations
 
-import ast
 import fnmatch
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from rankguard.audits.chains import Hop
@@ -47,8 +45,7 @@ from rankguard.audits.staleness.algebra import (
 from rankguard.audits.staleness.terms import TermCatalog
 from rankguard.errors import ErrorRecord
 from rankguard.model.program import FunctionRecord, Program
-from rankguard.summary.arith import FACT, FACT_VERSION, FnArith, extract_arith
-from rankguard.summary.parse import decode
+from rankguard.summary.arith import FACT, FACT_VERSION, FnArith
 
 BUILTIN = "<builtin>."
 # Calls whose result is a term-carrying argument with its sign unchanged.
@@ -132,27 +129,18 @@ class Analysis:
 
 
 def load_facts(program: Program) -> tuple[dict[str, dict[str, Any]], list[ErrorRecord]]:
-    """The `arith` fact of every module; re-extracted from the file when a cached summary was
-    written without it (or with another version of it)."""
+    """The `arith` fact of every module. Every summary carries it (the extractor registers
+    with the package and the cache is salted with the extractors' code); a module without it
+    is reported, not re-read from disk."""
     out: dict[str, dict[str, Any]] = {}
     errors: list[ErrorRecord] = []
     for name, mod in program.modules.items():
         fact = mod.summary.facts.get(FACT)
         if not fact or fact.get("version") != FACT_VERSION:
-            fact = _reextract(program.root, mod.path)
-            if fact is None:
-                errors.append(ErrorRecord(mod.path, "staleness facts unavailable for this file"))
-                fact = {"functions": {}, "consts": {}}
+            errors.append(ErrorRecord(mod.path, "staleness facts unavailable for this file"))
+            fact = {"functions": {}, "consts": {}}
         out[name] = fact
     return out, errors
-
-
-def _reextract(root: str, path: str) -> dict[str, Any] | None:
-    try:
-        source = decode((Path(root) / path).read_bytes())
-        return extract_arith(ast.parse(source), source)
-    except (OSError, ValueError, SyntaxError, RecursionError):
-        return None
 
 
 def children(node: tuple[Any, ...]) -> tuple[Any, ...]:
