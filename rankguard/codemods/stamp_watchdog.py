@@ -233,19 +233,26 @@ def _same_function(site_function: str, local: str) -> bool:
 
 def _load_sites(findings: str | None, filename: str | None) -> list[StampSite]:
     if findings:
-        try:
-            data = json.loads(Path(findings).read_text("utf-8"))
-        except (OSError, ValueError) as exc:
-            raise InputError(f"{findings}: cannot read findings JSON: {exc}") from exc
-        if not isinstance(data, dict) or not isinstance(data.get("findings", []), list):
-            raise InputError(f"{findings}: not `rankguard check --format json` output")
-        return sites_from_findings(data.get("findings", []))
+        if findings not in _FINDINGS:  # libcst makes one command per file: read it once
+            _FINDINGS[findings] = _read_findings(findings)
+        return _FINDINGS[findings]
     if filename is None:
         return []
     return list(_analyse_project(Path(filename).resolve().parent))
 
 
+def _read_findings(findings: str) -> list[StampSite]:
+    try:
+        data = json.loads(Path(findings).read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{findings}: cannot read findings JSON: {exc}") from exc
+    if not isinstance(data, dict) or not isinstance(data.get("findings", []), list):
+        raise InputError(f"{findings}: not `rankguard check --format json` output")
+    return sites_from_findings(data.get("findings", []))
+
+
 _PROJECTS: dict[str, list[StampSite]] = {}
+_FINDINGS: dict[str, list[StampSite]] = {}
 
 
 def _analyse_project(start: Path) -> list[StampSite]:
