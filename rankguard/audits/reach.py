@@ -29,13 +29,16 @@ def reach_from(program: Program, roots: Sequence[str]) -> dict[str, list[Hop]]:
     """Every function reachable from `roots`, with a shortest chain (roots map to [])."""
     chains: dict[str, list[Hop]] = {root: [] for root in roots if root in program.functions}
     queue = deque(sorted(chains))
-    graph = program.graph
     while queue:
         caller = queue.popleft()
+        # The resolved calls, not the networkx view of them: no graph is built for this.
         edges = sorted(
-            (data["line"], callee)
-            for _, callee, data in graph.out_edges(caller, data=True)
-            if data["kind"] in FOLLOWED and callee in program.functions
+            {
+                (resolved.call.line, target.name)
+                for resolved in program.calls.get(caller, ())
+                for target in resolved.targets
+                if target.kind in FOLLOWED and target.name in program.functions
+            }
         )
         for line, callee in edges:
             if callee not in chains:
