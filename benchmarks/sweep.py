@@ -145,6 +145,10 @@ def sweep(name: str, corpus: Corpus, cache: Path) -> dict:
     subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
     subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
     subprocess.run([*git, "commit", "-qm", "corpus"], cwd=repo, check=True)
+    # A second commit that edits one module, for `report` between the two.
+    edited = sorted(repo.rglob("*.py"))[len(list(repo.rglob("*.py"))) // 2]
+    edited.write_text(edited.read_text(errors="replace") + "\n\ndef _sweep_added():\n    pass\n")
+    subprocess.run([*git, "commit", "-qam", "edit one module"], cwd=repo, check=True)
     inventory = sample_inventory(tree, work)
     log = work / "boot.log"
     log.write_text("\n".join(f"INFO line {i} of a boot log" for i in range(1000)) + "\n")
@@ -157,6 +161,22 @@ def sweep(name: str, corpus: Corpus, cache: Path) -> dict:
         "fix stamp-watchdog": [*rg, "fix", "stamp-watchdog", str(tree), *common],
         "inventory relocate": [*rg, "inventory", "relocate", str(inventory), *at_head],
         "inventory census": [*rg, "inventory", "census", str(inventory), str(log), *at_head],
+        "report": [
+            *rg,
+            "report",
+            "--repo",
+            str(repo),
+            "--base",
+            "HEAD~1",
+            "--head",
+            "HEAD",
+            *common,
+            "--format",
+            "json",
+            "--fail-on",
+            "none",
+        ],
+        "rules": [*rg, "rules", *common],
     }
     report: dict = {"tree": str(tree), "files": sum(1 for _ in tree.rglob("*.py")), "commands": {}}
     for label, argv in commands.items():
