@@ -40,7 +40,7 @@ from rankguard.audits.precision import (
     thread_dead,
     timeout_clear,
 )
-from rankguard.audits.reach import FOLLOWED
+from rankguard.audits.reach import followed
 from rankguard.audits.rounds import CollectiveSite, Round
 from rankguard.model.program import FunctionRecord, Program, Target
 from rankguard.rules.catalog import BlockingCatalog, BlockingEntry, CollectiveCatalog
@@ -179,21 +179,10 @@ class BlockingAnalysis:
         self.cadence_helpers = tuple(cadence_helpers)
         self._memo: dict[str, Summary] = {}
         self._stack: list[str] = []
-        self._targets: dict[str, dict[int, tuple[Target, ...]]] = {}
         self._property_names: frozenset[str] | None = None
         self._property_memo: dict[tuple[str, Segs], tuple[str, ...]] = {}
 
     # -- model lookups -------------------------------------------------------------------------
-    def targets(self, record: FunctionRecord) -> dict[int, tuple[Target, ...]]:
-        table = self._targets.get(record.qualname)
-        if table is None:
-            table = {
-                id(resolved.call): tuple(t for t in resolved.targets if t.kind in FOLLOWED)
-                for resolved in self.program.resolved_calls(record.qualname)
-            }
-            self._targets[record.qualname] = table
-        return table
-
     def function_cadence(self, name: str) -> str | None:
         """Why everything under `name` runs only now and then: a cache, or a configured helper."""
         import fnmatch
@@ -378,7 +367,6 @@ class _Walk:
         self.returns: list[State] = []
         self.loops: list[tuple[list[State], list[State]]] = []
         self.cut: set[str] = set()
-        self.targets = analysis.targets(record)
 
     # -- statements ----------------------------------------------------------------------------
     def round_body(self, loop: Stmt, header: list[CallSite], start: State) -> State | None:
@@ -476,7 +464,7 @@ class _Walk:
     def with_(self, stmt: Stmt, state: State, guards: Guards, cadence: str | None) -> State | None:
         inner = cadence
         for call in stmt.calls:
-            for target in self.targets.get(id(call), ()):
+            for target in followed(self.a.program, self.fn, call):
                 helper = self.a.function_cadence(target.name)
                 if helper and "cadence helper" in helper:
                     inner = inner or helper
@@ -548,7 +536,7 @@ class _Walk:
         cadence: str | None,
     ) -> State:
         hop = Hop(self.fn, self.record.path, call.line)
-        targets = self.targets.get(id(call), ())
+        targets = followed(self.a.program, self.fn, call)
         blocking = self.a.blocking_call(
             self.record, call, stmt_calls, targets, state.env, guards, cadence
         )

@@ -7,9 +7,15 @@ from collections import deque
 from collections.abc import Sequence
 
 from rankguard.audits.chains import Hop
-from rankguard.model.program import FunctionRecord, Program
+from rankguard.model.program import FunctionRecord, Program, Target
+from rankguard.summary.ir import CallSite
 
 FOLLOWED = ("call", "fallback")
+
+
+def followed(program: Program, function: str, call: CallSite) -> tuple[Target, ...]:
+    """What a call in `function` may run right there (callbacks run elsewhere, later)."""
+    return tuple(t for t in program.targets_of(function, call) if t.kind in FOLLOWED)
 
 
 def match_rounds(program: Program, patterns: Sequence[str]) -> list[FunctionRecord]:

@@ -12,22 +12,14 @@ from dataclasses import dataclass, field
 
 from rankguard.audits.chains import Hop, chain_json
 from rankguard.audits.reach import FOLLOWED, match_rounds
-from rankguard.model.program import FunctionRecord, Program
+from rankguard.model.program import FunctionRecord, Program, walk_calls, walk_statements
 from rankguard.rules.catalog import CollectiveCatalog
 from rankguard.summary.ir import CallSite, Stmt
 
 
-def _loops(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
-    for stmt in body:
-        if stmt.kind == "loop":
-            yield stmt
-        for block in stmt.blocks:
-            yield from _loops(block)
-
-
 def round_loop(record: FunctionRecord) -> Stmt | None:
     """The loop whose iterations are rounds: `while True` first, else a `while`, else a `for`."""
-    loops = list(_loops(record.info.body))
+    loops = [s for s in walk_statements(record.info.body) if s.kind == "loop"]
     for wanted in (lambda s: s.infinite, lambda s: not s.targets, lambda s: True):
         for loop in loops:
             if wanted(loop):
@@ -37,8 +29,6 @@ def round_loop(record: FunctionRecord) -> Stmt | None:
 
 def loop_calls(loop: Stmt) -> list[CallSite]:
     """Calls one iteration evaluates: a `while` test, then the body."""
-    from rankguard.model.program import walk_calls
-
     header = list(loop.calls) if not loop.targets else []
     return header + list(walk_calls(loop.blocks[0]))
 
@@ -129,8 +119,6 @@ class CollectiveReach:
         if name in self._memo:
             return self._memo[name], False
         record = self.program.functions[name]
-        from rankguard.model.program import walk_calls
-
         out, cut = self.sites_of_calls(record, list(walk_calls(record.info.body)), stack)
         if not cut:  # a result cut short by recursion is not the function's whole answer
             self._memo[name] = out

@@ -20,7 +20,7 @@ from typing import Any
 
 from rankguard.audits.blocking import BlockingAnalysis
 from rankguard.audits.chains import Hop, chain_json
-from rankguard.audits.reach import FOLLOWED
+from rankguard.audits.reach import FOLLOWED, followed
 from rankguard.audits.rounds import Round, loop_calls
 from rankguard.model.program import FunctionRecord, Program, walk_calls, walk_statements
 from rankguard.summary.ir import CallSite, Stmt, segs_text
@@ -119,7 +119,7 @@ class WatchdogAnalysis:
     def own_wait(
         self, record: FunctionRecord, call: CallSite, stmt_calls: Sequence[CallSite]
     ) -> Wait | None:
-        targets = self.blocking.targets(record).get(id(call), ())
+        targets = followed(self.program, record.qualname, call)
         for target in targets:
             kind = self.collectives.kind(target.name)
             if kind == "collective":
@@ -142,7 +142,7 @@ class WatchdogAnalysis:
         if own is not None:
             return [Reached(own, (hop,), here)]
         out: list[Reached] = []
-        for target in self.blocking.targets(record).get(id(call), ()):
+        for target in followed(self.program, record.qualname, call):
             if target.kind not in FOLLOWED or target.name not in self.program.functions:
                 continue
             for below in self.under(target.name):
@@ -199,7 +199,7 @@ class WatchdogAnalysis:
 def _callee(analysis: WatchdogAnalysis, record: FunctionRecord, call: CallSite) -> str:
     targets = [
         t.name
-        for t in analysis.blocking.targets(record).get(id(call), ())
+        for t in followed(analysis.program, record.qualname, call)
         if t.name in analysis.program.functions or analysis.collectives.kind(t.name)
     ]
     return targets[0] if targets else segs_text(call.target)

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import builtins
 from collections import defaultdict
+from collections.abc import Iterator
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from rankguard.model.program import walk_statements
 from rankguard.model.values import BUILTIN_PREFIX, Value, external
 from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT, CallSite, Segs, Stmt
 
@@ -38,12 +40,8 @@ _MAX_TYPES = 4
 _IN_PROGRESS = object()
 
 
-def _loops(body: tuple[Stmt, ...]):
-    for stmt in body:
-        if stmt.kind == "loop" and stmt.targets:
-            yield stmt
-        for block in stmt.blocks:
-            yield from _loops(block)
+def _of_kind(body: tuple[Stmt, ...], kind: str) -> Iterator[Stmt]:
+    return (stmt for stmt in walk_statements(body) if stmt.kind == kind)
 
 
 def _iterated(stmt: Stmt) -> Segs | None:
@@ -51,14 +49,6 @@ def _iterated(stmt: Stmt) -> Segs | None:
     if len(stmt.reads) == 1 and ".".join(stmt.reads[0]) == stmt.text:
         return stmt.reads[0]
     return None
-
-
-def _assigns(body: tuple[Stmt, ...]):
-    for stmt in body:
-        if stmt.kind == "assign":
-            yield stmt
-        for block in stmt.blocks:
-            yield from _assigns(block)
 
 
 class Resolver:
@@ -103,7 +93,7 @@ class Resolver:
             if not fn.global_names:
                 continue
             qual = f"{module}.{fn.qualname}"
-            for stmt in _assigns(fn.body):
+            for stmt in _of_kind(fn.body, "assign"):
                 for target in stmt.targets:
                     if len(target) == 1 and target[0] in fn.global_names:
                         table[target[0]].append(("assign_in", (qual, stmt)))
@@ -239,7 +229,10 @@ class Resolver:
             else:  # bound here, type unknown: it still shadows any global of that name
                 table[param.name.lstrip("*")] = ()
         assigned: dict[str, list[Value]] = defaultdict(list)
-        for stmt in _bindings(fn.info.body):
+        # Assignments, `for` targets and `with ... as` targets bind names.
+        for stmt in walk_statements(fn.info.body):
+            if stmt.kind != "assign" and not (stmt.kind in ("loop", "with") and stmt.targets):
+                continue
             for target in stmt.targets:
                 name = target[0] if len(target) == 1 else None
                 if name is None or name in table or name in fn.info.global_names:
@@ -248,7 +241,7 @@ class Resolver:
                     self._assigned_value(fn, stmt) if stmt.kind == "assign" else ()
                 )
         # `for x in self.items:` where `items: List[T]`: x is a T.
-        for stmt in _loops(fn.info.body):
+        for stmt in _of_kind(fn.info.body, "loop"):
             source = _iterated(stmt)
             if source is None or len(stmt.targets) != 1 or len(stmt.targets[0]) != 1:
                 continue
@@ -396,7 +389,7 @@ class Resolver:
             result = self._instances(fn, fn.info.returns)
         else:
             found: list[Value] = []
-            for stmt in _returns(fn.info.body):
+            for stmt in _of_kind(fn.info.body, "return"):
                 if stmt.value and stmt.value[0] == "call":
                     found.extend(
                         v for v in self.call_results(fn, stmt.value[1]) if v.kind == "instance"
@@ -435,7 +428,7 @@ class Resolver:
             if not fn.info.params:
                 continue
             me = fn.info.params[0].name
-            for stmt in _assigns(fn.info.body):
+            for stmt in _of_kind(fn.info.body, "assign"):
                 if (me, attr) in stmt.targets:
                     found.extend(v for v in self._assigned_value(fn, stmt) if v.kind != "function")
                     for read in stmt.reads:
@@ -518,23 +511,6 @@ class Resolver:
     def value_ref_targets(self, fn: FunctionRecord, segs: Segs) -> list[str]:
         """Functions a reference passed or stored as a value stands for (callback edges)."""
         return sorted({v.name for v in self.evaluate(fn, segs) if v.kind == "function"})
-
-
-def _bindings(body: tuple[Stmt, ...]):
-    """Statements that bind names: assignments, `for` targets and `with ... as` targets."""
-    for stmt in body:
-        if stmt.kind == "assign" or (stmt.kind in ("loop", "with") and stmt.targets):
-            yield stmt
-        for block in stmt.blocks:
-            yield from _bindings(block)
-
-
-def _returns(body: tuple[Stmt, ...]):
-    for stmt in body:
-        if stmt.kind == "return":
-            yield stmt
-        for block in stmt.blocks:
-            yield from _returns(block)
 
 
 def _decorated(fn: FunctionRecord, name: str) -> bool:
