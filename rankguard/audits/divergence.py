@@ -36,7 +36,7 @@ from functools import lru_cache
 from typing import Any
 
 from rankguard.audits.chains import Hop, chain_json
-from rankguard.audits.reach import FOLLOWED, reach_from_rounds
+from rankguard.audits.reach import FOLLOWED, reach_from
 from rankguard.audits.rounds import CollectiveReach, CollectiveSite
 from rankguard.model.program import FunctionRecord, Program, walk_calls, walk_statements
 from rankguard.summary.extract import reference
@@ -1143,12 +1143,13 @@ def _exit_scope(block: tuple[Stmt, ...], in_loop: bool = False) -> str | None:
 
 def find_divergent_calls(
     program: Program,
-    rounds: Sequence[str],
+    round_functions: Sequence[str],
     reach: CollectiveReach,
     driver_terms: Iterable[Any] = (),
 ) -> list[DivergentCall]:
-    """Every collective call, in a function a round reaches, under a rank-local guard."""
-    reached = reach_from_rounds(program, rounds)
+    """Every collective call, in a function the round functions reach, under a rank-local
+    guard (the caller has matched the rounds already: `RuleContext.rounds`)."""
+    reached = reach_from(program, round_functions)
     if not reached:
         return []
     flow = RankLocalFlow(program, reach, SourceCatalog.from_config(driver_terms))

@@ -52,7 +52,3 @@ def reach_from(program: Program, roots: Sequence[str]) -> dict[str, list[Hop]]:
                 chains[callee] = [*chains[caller], Hop(caller, path, line)]
                 queue.append(callee)
     return chains
-
-
-def reach_from_rounds(program: Program, patterns: Sequence[str]) -> dict[str, list[Hop]]:
-    return reach_from(program, [r.qualname for r in match_rounds(program, patterns)])

@@ -207,8 +207,9 @@ class RankDivergentCollective(Rule):
     ]
 
     def check(self, context: RuleContext) -> Iterable[Finding]:
+        rounds = [r.function.qualname for r in context.rounds]
         calls = find_divergent_calls(
-            context.program, context.config.rounds, context.reach, context.config.driver_terms
+            context.program, rounds, context.reach, context.config.driver_terms
         )
         for call in calls:
             yield _finding(self.name, call)

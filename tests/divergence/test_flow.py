@@ -12,6 +12,7 @@ from rankguard.audits.divergence import (
     is_rank_name,
     is_uniform_name,
 )
+from rankguard.audits.reach import match_rounds
 from rankguard.audits.rounds import CollectiveReach
 from rankguard.config import Config
 from rankguard.model import Program
@@ -24,7 +25,8 @@ def _run(program_of: Callable[..., Program], code: str, **config: object) -> lis
     program = program_of({"m.py": HEAD + code})
     reach = CollectiveReach(program, collective_catalog())
     terms = tuple(config.get("driver_terms", ()))  # type: ignore[arg-type]
-    return find_divergent_calls(program, Config().rounds, reach, terms)
+    rounds = [r.qualname for r in match_rounds(program, Config().rounds)]
+    return find_divergent_calls(program, rounds, reach, terms)
 
 
 def _lines(found: list) -> list[int]:
