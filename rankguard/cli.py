@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rankguard import __version__, commands
-from rankguard.errors import InputError
+from rankguard.core.errors import InputError
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 

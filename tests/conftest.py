@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rankguard.adapters.sources import read_directory
-from rankguard.config import Config
+from rankguard.core.config import Config
 from rankguard.model import Program, load_program
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "toysched"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from rankguard.config import DEFAULT_ROUNDS, discover, load
-from rankguard.errors import InputError
+from rankguard.core.config import DEFAULT_ROUNDS, discover, load
+from rankguard.core.errors import InputError
 
 
 def test_nearest_pyproject_above_path_is_used(tmp_path: Path):

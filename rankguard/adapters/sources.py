@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from rankguard.errors import ErrorRecord, InputError
+from rankguard.core.errors import ErrorRecord, InputError
 
 # Folders that never hold code under analysis.
 SKIP_DIRS = frozenset(

@@ -33,7 +33,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 from libcst.metadata import PositionProvider
 
-from rankguard.errors import InputError
+from rankguard.core.errors import InputError
 
 DEFAULT_HOOK = "on_blocked_recv"
 
@@ -257,7 +257,7 @@ _FINDINGS: dict[str, list[StampSite]] = {}
 
 def _analyse_project(start: Path) -> list[StampSite]:
     """Without findings: analyse the project whose `[tool.rankguard]` config covers `start`."""
-    from rankguard.config import discover
+    from rankguard.core.config import discover
 
     found = discover(start)
     root = found.parent if found else start
@@ -268,7 +268,7 @@ def _analyse_project(start: Path) -> list[StampSite]:
 
 
 def _configured_hooks(filename: str | None) -> tuple[str, ...]:
-    from rankguard.config import load
+    from rankguard.core.config import load
 
     if filename is None:
         return ()
@@ -277,7 +277,7 @@ def _configured_hooks(filename: str | None) -> tuple[str, ...]:
 
 def unwatched_sites(root: Path, config_file: Path | None = None) -> list[StampSite]:
     """Analyse `root` and turn every (unsuppressed) `unwatched-collective` finding into a site."""
-    from rankguard.config import load
+    from rankguard.core.config import load
     from rankguard.model import load_path
     from rankguard.rules.engine import run_rules
     from rankguard.rules.unwatched_collective import UnwatchedCollective

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from rankguard.adapters.sources import read_directory
-from rankguard.config import Config, load
-from rankguard.errors import ErrorRecord, InputError
+from rankguard.core.config import Config, load
+from rankguard.core.errors import ErrorRecord, InputError
 from rankguard.model import Program, load_program
 from rankguard.model.load import make_cache
 

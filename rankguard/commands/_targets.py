@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from rankguard.config import Config
+from rankguard.core.config import Config
 
 T = TypeVar("T")
 

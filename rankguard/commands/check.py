@@ -23,8 +23,10 @@ from typing import Any
 from rankguard.adapters.sources import read_directory
 from rankguard.commands._shared import emit_json, load_config, print_errors
 from rankguard.commands._targets import plan_targets
-from rankguard.errors import ErrorRecord, InputError
+from rankguard.core.errors import ErrorRecord, InputError
+from rankguard.core.findings import Finding
 from rankguard.model.load import load_program, make_cache
+from rankguard.pipelines.results_cache import Results, load_results, results_path, store_results
 from rankguard.reports.baseline import (
     Entry,
     apply_baseline,
@@ -32,7 +34,7 @@ from rankguard.reports.baseline import (
     stale_entries,
     write_baseline,
 )
-from rankguard.rules.base import Finding, Rule
+from rankguard.rules.base import Rule
 from rankguard.rules.engine import (
     CheckResult,
     Suppressed,
@@ -43,7 +45,6 @@ from rankguard.rules.engine import (
     unused_ignores,
 )
 from rankguard.rules.registry import all_rules
-from rankguard.rules.results_cache import Results, load_results, results_path, store_results
 
 NAME = "check"
 HELP = "run the rules: calls that block before collectives, rank-divergent collectives, ..."

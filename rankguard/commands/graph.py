@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from rankguard.commands._shared import emit_json, load_from_path, print_errors
-from rankguard.errors import InputError
+from rankguard.core.errors import InputError
 from rankguard.model import Program
 
 NAME = "graph"

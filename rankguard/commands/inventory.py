@@ -13,11 +13,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from rankguard.audits.inventory import pipeline, render
-from rankguard.audits.inventory.table import Inventory, read_inventory
+from rankguard.analysis.inventory.table import Inventory, read_inventory
 from rankguard.commands._shared import emit_json, load_config, print_errors, write_output
-from rankguard.errors import InputError
+from rankguard.core.errors import InputError
 from rankguard.model.load import make_cache
+from rankguard.pipelines import inventory as pipeline
+from rankguard.reports import inventory as render
 
 NAME = "inventory"
 HELP = "relocate audit-table rows by emitted literal at a pin, and count genuine log emissions"

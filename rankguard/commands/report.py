@@ -19,12 +19,12 @@ import json
 import sys
 from pathlib import Path
 
-from rankguard.audits.inventory.table import read_inventory
-from rankguard.audits.report import build_report
-from rankguard.audits.report.build import FAIL_ON
-from rankguard.audits.report.staleness import default_source
+from rankguard.analysis.inventory.table import read_inventory
 from rankguard.commands._shared import load_config, print_errors, write_output
 from rankguard.model.load import make_cache
+from rankguard.pipelines.report import build_report
+from rankguard.pipelines.report.build import FAIL_ON
+from rankguard.pipelines.report.staleness import default_source
 from rankguard.rules.engine import choose
 from rankguard.rules.registry import all_rules
 

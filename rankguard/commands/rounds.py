@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rankguard.audits.rounds import Round, find_rounds
+from rankguard.analysis.rounds import Round, find_rounds
+from rankguard.catalogs.catalog import collective_catalog
 from rankguard.commands._shared import emit_json, load_from_path, print_errors
-from rankguard.rules.catalog import collective_catalog
 
 NAME = "rounds"
 HELP = "list round functions and the collectives each round reaches, with call chains"

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from rankguard.commands._shared import load_config
-from rankguard.errors import InputError
+from rankguard.core.errors import InputError
 from rankguard.rules.base import Example, Rule
 from rankguard.rules.registry import all_rules
 

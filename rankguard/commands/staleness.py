@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rankguard.audits.staleness import StalenessReport, TermRow, staleness
+from rankguard.analysis.staleness import StalenessReport, TermRow, staleness
 from rankguard.commands._shared import emit_json, load_from_path, print_errors
 
 NAME = "staleness"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from rankguard.adapters.sources import SourceTree
-from rankguard.errors import ErrorRecord
+from rankguard.core.errors import ErrorRecord
 from rankguard.model.program import (
     ClassRecord,
     FunctionRecord,

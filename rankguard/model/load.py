@@ -16,8 +16,8 @@ from pathlib import Path
 
 from rankguard.adapters import store
 from rankguard.adapters.sources import SourceTree, read_directory
-from rankguard.config import Config
-from rankguard.errors import ErrorRecord
+from rankguard.core.config import Config
+from rankguard.core.errors import ErrorRecord
 from rankguard.model.build import build_program
 from rankguard.model.program import Program
 from rankguard.summary.ir import FileSummary

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import networkx as nx
 
-from rankguard.errors import ErrorRecord
+from rankguard.core.errors import ErrorRecord
 from rankguard.summary.ir import CallSite, ClassInfo, FileSummary, FunctionInfo, Segs, Stmt
 
 

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from rankguard.errors import InputError
-from rankguard.rules.base import Finding
+from rankguard.core.errors import InputError
+from rankguard.core.findings import Finding
 
 HEADER = (
     "# rankguard baseline: accepted findings, one per line as `fingerprint rule path`,\n"

@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from rankguard import __version__
-from rankguard.errors import ErrorRecord
-from rankguard.rules.base import Finding, Rule
+from rankguard.core.errors import ErrorRecord
+from rankguard.core.findings import Finding
+from rankguard.rules.base import Rule
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "rankguard/v1"

@@ -8,14 +8,14 @@ line-free parts, so moving code does not make an old finding look new (bandit's 
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar
 
-from rankguard.config import Config
+from rankguard.core.config import Config
+from rankguard.core.findings import Finding
 from rankguard.model.program import Program
 
 EXPECT_MARK = re.compile(r"#\s*expect\b")
@@ -49,32 +49,6 @@ def example(code: str, **config: Any) -> Example:
 Valid = Invalid = example
 
 
-def fingerprint(*parts: str) -> str:
-    """A stable identity from line-free parts (rule, function names, callee texts)."""
-    digest = hashlib.sha256("\x1f".join(parts).encode()).hexdigest()
-    return digest[:20]
-
-
-@dataclass(frozen=True, order=True)
-class Finding:
-    path: str
-    line: int
-    rule: str
-    message: str
-    fingerprint: str
-    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            **self.extra,
-            "rule": self.rule,
-            "path": self.path,
-            "line": self.line,
-            "message": self.message,
-            "fingerprint": self.fingerprint,
-        }
-
-
 @dataclass
 class RuleContext:
     """What a rule may read. Expensive shared results are computed once, on first use."""
@@ -86,19 +60,19 @@ class RuleContext:
 
     @cached_property
     def collectives(self):  # -> CollectiveCatalog
-        from rankguard.rules.catalog import collective_catalog
+        from rankguard.catalogs.catalog import collective_catalog
 
         return collective_catalog(self.config.collectives)
 
     @cached_property
     def rounds(self):  # -> list[Round]
-        from rankguard.audits.rounds import find_rounds
+        from rankguard.analysis.rounds import find_rounds
 
         return find_rounds(self.program, self.config.rounds, self.collectives, self.reach)
 
     @cached_property
     def reach(self):  # -> CollectiveReach
-        from rankguard.audits.rounds import CollectiveReach
+        from rankguard.analysis.rounds import CollectiveReach
 
         return CollectiveReach(self.program, self.collectives)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from rankguard.audits.blocking import Pair, analysis_for
-from rankguard.audits.chains import chain_json, chain_key
+from rankguard.analysis.blocking import Pair, analysis_for
+from rankguard.core.chains import chain_json, chain_key
 from rankguard.rules.base import (
     Example,
     Finding,

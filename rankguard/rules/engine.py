@@ -10,8 +10,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rankguard.config import Config
-from rankguard.errors import InputError
+from rankguard.core.config import Config
+from rankguard.core.errors import InputError
 from rankguard.model.program import Program
 from rankguard.rules.base import Finding, Rule, RuleContext, fingerprint
 from rankguard.summary.ir import FileSummary

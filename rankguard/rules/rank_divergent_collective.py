@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from rankguard.audits.divergence import DivergentCall, find_divergent_calls
+from rankguard.analysis.divergence import DivergentCall, find_divergent_calls
 from rankguard.rules.base import Example, Finding, Invalid, Rule, RuleContext, Valid, fingerprint
 
 _HEAD = """\

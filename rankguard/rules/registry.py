@@ -19,8 +19,8 @@ from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 
-from rankguard.config import Config
-from rankguard.errors import InputError
+from rankguard.core.config import Config
+from rankguard.core.errors import InputError
 from rankguard.rules.base import Rule
 
 ENTRY_POINT_GROUP = "rankguard.rules"

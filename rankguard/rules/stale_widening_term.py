@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import ClassVar
 
-from rankguard.audits.chains import chain_json, chain_key
-from rankguard.audits.staleness import staleness
+from rankguard.analysis.staleness import staleness
+from rankguard.core.chains import chain_json, chain_key
 from rankguard.rules.base import Example, Finding, Invalid, Rule, RuleContext, Valid, fingerprint
 
 _TRAPPED = """\

@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import ClassVar
 
-from rankguard.audits.blocking import analysis_for
-from rankguard.audits.chains import chain_key
-from rankguard.audits.watchdog import Unwatched, find_unwatched
+from rankguard.analysis.blocking import analysis_for
+from rankguard.analysis.watchdog import Unwatched, find_unwatched
+from rankguard.core.chains import chain_key
 from rankguard.rules.base import Example, Finding, Invalid, Rule, RuleContext, Valid, fingerprint
 
 _HOOK = """\

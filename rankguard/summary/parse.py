@@ -23,7 +23,7 @@ from rankguard import __version__
 from rankguard.adapters import store
 from rankguard.adapters.sources import SourceFile
 from rankguard.adapters.store import write_atomic
-from rankguard.errors import ErrorRecord
+from rankguard.core.errors import ErrorRecord
 from rankguard.summary.extract import summarize
 from rankguard.summary.ir import FileSummary
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rankguard.adapters.sources import read_directory
-from rankguard.config import Config, _validate
+from rankguard.core.config import Config, _validate
 from rankguard.model import load_program
 from rankguard.rules.base import Example, Finding, Rule
 from rankguard.rules.engine import CheckResult, run_rules

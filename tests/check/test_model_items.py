@@ -3,7 +3,7 @@ or subscripted (attributes and parameters), so `for w in works: w.wait()` resolv
 
 from __future__ import annotations
 
-from rankguard.config import Config
+from rankguard.core.config import Config
 
 
 def test_loop_over_annotated_attribute_and_parameter(program_of):

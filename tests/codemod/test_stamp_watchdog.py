@@ -185,7 +185,7 @@ def test_libcst_tool_runs_the_command_with_findings(tmp_path: Path) -> None:
 )
 def test_bad_findings_file_is_an_input_error(tmp_path, content: str, message: str) -> None:
     from rankguard.codemods.stamp_watchdog import _load_sites
-    from rankguard.errors import InputError
+    from rankguard.core.errors import InputError
 
     findings = tmp_path / "findings.json"
     findings.write_text(content)

@@ -6,17 +6,17 @@ from collections.abc import Callable
 
 import pytest
 
-from rankguard.audits.divergence import (
+from rankguard.analysis.divergence import (
     SourceCatalog,
     find_divergent_calls,
     is_rank_name,
     is_uniform_name,
 )
-from rankguard.audits.reach import match_rounds
-from rankguard.audits.rounds import CollectiveReach
-from rankguard.config import Config
+from rankguard.analysis.reach import match_rounds
+from rankguard.analysis.rounds import CollectiveReach
+from rankguard.catalogs.catalog import collective_catalog
+from rankguard.core.config import Config
 from rankguard.model import Program
-from rankguard.rules.catalog import collective_catalog
 
 HEAD = "import os, random, time\nimport torch\nimport torch.distributed as dist\n\n"
 

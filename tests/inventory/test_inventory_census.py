@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from rankguard.audits.inventory import census as census_mod
-from rankguard.audits.inventory.census import Tally, scan_log
-from rankguard.audits.inventory.templates import line_matchers
+from rankguard.analysis.inventory import census as census_mod
+from rankguard.analysis.inventory.census import Tally, scan_log
+from rankguard.analysis.inventory.templates import line_matchers
 from rankguard.cli import main
 from rankguard.summary.emissions import percent_parts
 from tests.inventory.conftest import History, inventory_md, line_of

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from rankguard.audits.inventory.templates import LineMatcher, contains_literal, line_matchers
+from rankguard.analysis.inventory.templates import LineMatcher, contains_literal, line_matchers
 from rankguard.summary.emissions import extract_emissions
 
 SOURCE = textwrap.dedent(

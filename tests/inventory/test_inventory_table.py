@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from rankguard.audits.inventory.table import Cited, read_inventory
-from rankguard.errors import InputError
+from rankguard.analysis.inventory.table import Cited, read_inventory
+from rankguard.core.errors import InputError
 
 MD = """\
 # Audit of emitted literals

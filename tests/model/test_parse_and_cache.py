@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rankguard.adapters.sources import read_directory
-from rankguard.config import Config
+from rankguard.core.config import Config
 from rankguard.summary.parse import SummaryCache, parse_all
 from tests.conftest import write_tree
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rankguard.adapters.sources import module_names, read_directory, read_revision
-from rankguard.errors import InputError
+from rankguard.core.errors import InputError
 from tests.conftest import write_tree
 
 

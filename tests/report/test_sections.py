@@ -224,6 +224,6 @@ def test_results_of_a_side_analysed_before_come_from_the_cache(
     def refuse(*_args, **_kwargs):
         raise AssertionError("rules ran again on an unchanged file set")
 
-    monkeypatch.setattr("rankguard.audits.report.sides.run_rules", refuse)
+    monkeypatch.setattr("rankguard.pipelines.report.sides.run_rules", refuse)
     code = main(argv)
     assert code == 1 and json.loads(capsys.readouterr().out) == first

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from rankguard.adapters.sources import read_directory
-from rankguard.audits.staleness import StalenessReport, staleness
-from rankguard.config import Config
+from rankguard.analysis.staleness import StalenessReport, staleness
+from rankguard.core.config import Config
 from rankguard.model import load_program
 
 Short = tuple[str, str, int, str, str, str, str]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rankguard.audits.staleness import staleness
+from rankguard.analysis.staleness import staleness
 from rankguard.cli import main
-from rankguard.config import load
+from rankguard.core.config import load
 from rankguard.model import load_path
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "toysched"

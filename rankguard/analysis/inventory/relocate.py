@@ -1,0 +1,129 @@
+"""Relocate inventory rows by their emitted literal, and classify what became of each row.
+
+A row is found again by its literal inside *emitting* calls at the pin, never by its line
+number (DESIGN.md §1). The status follows the contract (§4):
+
+- held: one emitting site, at the cited file and line;
+- moved: one emitting site in the cited file, at another line;
+- wrong-file: one emitting site in another file (also when the row cites no site at all);
+- ambiguous: several emitting sites;
+- prose-only: no emitting site, but the literal survives in comments, docstrings or strings
+  nothing emits;
+- gone: nowhere.
+
+Several calls on one line count as one site (one place to cite). Reachability is per site:
+the enclosing function is reachable from a round through call and fallback edges; the chain
+runs from the round to the emitting call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from rankguard.adapters.sources import SourceFile
+from rankguard.analysis.inventory.sites import EmitSite
+from rankguard.analysis.inventory.table import Cited, Row
+from rankguard.analysis.inventory.templates import contains_literal
+from rankguard.core.chains import Hop
+
+STATUSES = ("held", "moved", "wrong-file", "ambiguous", "gone", "prose-only")
+
+
+@dataclass
+class Relocation:
+    row: Row
+    status: str
+    sites: list[EmitSite]
+    prose: list[Cited] = field(default_factory=list)
+    # Per site location: the chain from a round (None: not reachable); absent: not computed.
+    chains: dict[tuple[str, int], list[Hop] | None] | None = None
+
+    @property
+    def locations(self) -> list[tuple[str, int]]:
+        return sorted({site.location for site in self.sites})
+
+    @property
+    def reachable(self) -> bool | None:
+        """Any site reachable from a round; None when unknown or there is no site."""
+        if self.chains is None or not self.sites:
+            return None
+        return any(chain is not None for chain in self.chains.values())
+
+
+def classify(cited: Cited | None, locations: Sequence[tuple[str, int]], prose: bool) -> str:
+    if not locations:
+        return "prose-only" if prose else "gone"
+    if len(locations) > 1:
+        return "ambiguous"
+    path, line = locations[0]
+    if cited is None or path != cited.path:
+        return "wrong-file"
+    return "held" if line == cited.line else "moved"
+
+
+def _prose_pattern(literal: str) -> re.Pattern[bytes] | None:
+    """The literal as it may be wrapped in a comment or docstring: spaces may become a line
+    break followed by `#` or quotes; None when the literal has no inner whitespace."""
+    words = literal.split()
+    if len(words) < 2:
+        return None
+    return re.compile(rb"[\s#\"']+".join(re.escape(w.encode("utf-8")) for w in words))
+
+
+def _line_of(data: bytes, offset: int) -> int:
+    return data.count(b"\n", 0, offset) + 1
+
+
+def find_prose(
+    literal: str, files: Iterable[SourceFile], non_emitting: Iterable[EmitSite]
+) -> list[Cited]:
+    """Where the literal survives outside emitting calls: one byte search per file."""
+    found: set[Cited] = {
+        Cited(site.path, site.line)
+        for site in non_emitting
+        if contains_literal(site.parts, literal)
+    }
+    needle = literal.encode("utf-8")
+    pattern = _prose_pattern(literal)
+    first_word = literal.split()[0].encode("utf-8") if literal.split() else needle
+    for src in files:
+        data = src.data
+        pos = data.find(needle)
+        while pos >= 0:
+            found.add(Cited(src.path, _line_of(data, pos)))
+            pos = data.find(needle, pos + 1)
+        if pattern is not None and first_word in data:  # cheap prefilter before the regex
+            for match in pattern.finditer(data):
+                found.add(Cited(src.path, _line_of(data, match.start())))
+    return sorted(found)
+
+
+def relocate_rows(
+    rows: Sequence[Row],
+    emitting: Sequence[EmitSite],
+    non_emitting: Sequence[EmitSite],
+    files: Sequence[SourceFile],
+    across_fields: bool = False,
+) -> list[Relocation]:
+    """Find and classify every row (prose is searched only for rows with no site)."""
+    out: list[Relocation] = []
+    for row in rows:
+        sites = [s for s in emitting if contains_literal(s.parts, row.literal, across_fields)]
+        prose = [] if sites else find_prose(row.literal, files, non_emitting)
+        locations = sorted({s.location for s in sites})
+        out.append(Relocation(row, classify(row.cited, locations, bool(prose)), sites, prose))
+    return out
+
+
+def attach_reachability(relocations: Iterable[Relocation], reach: dict[str, list[Hop]]) -> None:
+    """Per site: the chain from a round to the emitting call, or None when unreachable."""
+    for rel in relocations:
+        chains: dict[tuple[str, int], list[Hop] | None] = {}
+        for site in rel.sites:
+            prefix = reach.get(site.function)
+            chain = None if prefix is None else [*prefix, Hop(site.function, *site.location)]
+            if chains.get(site.location) is None:
+                chains[site.location] = chain
+        rel.chains = chains

@@ -1,0 +1,54 @@
+"""Which functions a round reaches by calls (callbacks run elsewhere and are not followed)."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections import deque
+from collections.abc import Sequence
+
+from rankguard.core.chains import Hop
+from rankguard.model.program import FunctionRecord, Program, Target
+from rankguard.summary.ir import CallSite
+
+FOLLOWED = ("call", "fallback")
+
+
+def followed(program: Program, function: str, call: CallSite) -> tuple[Target, ...]:
+    """What a call in `function` may run right there (callbacks run elsewhere, later)."""
+    return tuple(t for t in program.targets_of(function, call) if t.kind in FOLLOWED)
+
+
+def match_rounds(program: Program, patterns: Sequence[str]) -> list[FunctionRecord]:
+    """Functions whose qualified name matches a pattern and that contain a loop."""
+    from rankguard.analysis.rounds import round_loop
+
+    return [
+        record
+        for record in program.iter_functions()
+        if not record.is_module_body
+        and any(fnmatch.fnmatchcase(record.qualname, pat) for pat in patterns)
+        and round_loop(record) is not None
+    ]
+
+
+def reach_from(program: Program, roots: Sequence[str]) -> dict[str, list[Hop]]:
+    """Every function reachable from `roots`, with a shortest chain (roots map to [])."""
+    chains: dict[str, list[Hop]] = {root: [] for root in roots if root in program.functions}
+    queue = deque(sorted(chains))
+    while queue:
+        caller = queue.popleft()
+        # The resolved calls, not the networkx view of them: no graph is built for this.
+        edges = sorted(
+            {
+                (resolved.call.line, target.name)
+                for resolved in program.calls.get(caller, ())
+                for target in resolved.targets
+                if target.kind in FOLLOWED and target.name in program.functions
+            }
+        )
+        for line, callee in edges:
+            if callee not in chains:
+                path = program.functions[caller].path
+                chains[callee] = [*chains[caller], Hop(caller, path, line)]
+                queue.append(callee)
+    return chains

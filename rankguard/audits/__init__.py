@@ -1,1 +1,0 @@
-"""Analyses: pure functions of the `Program` (and config), no I/O."""

@@ -1,0 +1,1 @@
+"""The bottom layer: findings, fingerprints, chains, errors and config, which every layer uses."""

@@ -1,0 +1,79 @@
+"""One side of a report: a revision read from git objects, modelled and checked.
+
+Both sides share one summary cache (content-addressed by blob id), so the head pays only for
+the blobs the change touched; with the disk cache off an in-memory layer still shares them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rankguard.adapters.sources import SourceTree, open_repository, read_revision, resolve_revision
+from rankguard.core.config import Config
+from rankguard.model.load import load_program
+from rankguard.model.program import Program
+from rankguard.pipelines.report.staleness import RowSource
+from rankguard.pipelines.results_cache import Results, load_results, results_path, store_results
+from rankguard.rules.base import Rule, RuleContext
+from rankguard.rules.engine import CheckResult, run_rules
+from rankguard.summary.ir import FileSummary
+from rankguard.summary.parse import SummaryCache
+
+
+@dataclass
+class Side:
+    label: str  # "base" or "head"
+    rev: str  # as the user wrote it
+    commit: str  # full hexsha
+    tree: SourceTree
+    program: Program
+    result: CheckResult
+    staleness: list[dict[str, Any]] | None = None  # None: the audit is not available
+
+    @property
+    def summaries(self) -> dict[str, FileSummary]:
+        return {m.path: m.summary for m in self.program.modules.values()}
+
+    @property
+    def data(self) -> dict[str, bytes]:
+        return {f.path: f.data for f in self.tree.files}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rev": self.rev, "commit": self.commit, "files": len(self.tree.files)}
+
+
+def commit_of(repo_path: Path, rev: str) -> Any:  # -> git.Commit
+    """The commit `rev` names (an InputError naming the ref when it does not resolve)."""
+    return resolve_revision(open_repository(repo_path), rev)
+
+
+def load_side(
+    label: str,
+    repo_path: Path,
+    rev: str,
+    subdir: str,
+    config: Config,
+    cache: SummaryCache,
+    rules: Sequence[type[Rule]],
+    staleness_source: RowSource | None = None,
+) -> Side:
+    """Read `rev` (below `subdir`), build its program and run every chosen rule on it (or
+    take the results from the cache when this exact file set was analysed before)."""
+    commit = commit_of(repo_path, rev)
+    tree = read_revision(repo_path, commit.hexsha, subdir, config.exclude)
+    program = load_program(tree, config, cache)
+    where = results_path(tree, cache, rules)
+    results = load_results(where)
+    if results is None or (staleness_source is not None and results.staleness is None):
+        data = {f.path: f.data for f in tree.files}
+        options = {"read_source": lambda rel: data[rel].decode("utf-8", "replace")}
+        context = RuleContext(program, config, options)
+        check = run_rules(program, config, rules, context=context)
+        rows = staleness_source(context) if staleness_source is not None else None
+        results = Results(check, rows)
+        store_results(where, results)
+    rows = results.staleness if staleness_source is not None else None
+    return Side(label, rev, commit.hexsha, tree, program, results.check, rows)

@@ -1,0 +1,1 @@
+"""Rules: the plugin face over a typed analysis session (Fixit-style classes)."""
