@@ -15,8 +15,20 @@ from functools import cached_property
 from typing import Any, ClassVar
 
 from rankguard.core.config import Config
-from rankguard.core.findings import Finding
+from rankguard.core.findings import Finding, fingerprint
 from rankguard.model.program import Program
+
+# The plugin face: a rule author imports everything from here (README, "Writing a rule").
+__all__ = [
+    "Example",
+    "Finding",
+    "Invalid",
+    "Rule",
+    "RuleContext",
+    "Valid",
+    "example",
+    "fingerprint",
+]
 
 EXPECT_MARK = re.compile(r"#\s*expect\b")
 

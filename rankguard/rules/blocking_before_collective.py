@@ -11,15 +11,8 @@ from typing import Any, ClassVar
 
 from rankguard.analysis.blocking import Pair, analysis_for
 from rankguard.core.chains import chain_json, chain_key
-from rankguard.rules.base import (
-    Example,
-    Finding,
-    Invalid,
-    Rule,
-    RuleContext,
-    Valid,
-    fingerprint,
-)
+from rankguard.core.findings import Finding, fingerprint
+from rankguard.rules.base import Example, Invalid, Rule, RuleContext, Valid
 
 _HEAD = """\
 import gc, queue, subprocess, threading, time

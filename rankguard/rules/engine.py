@@ -12,8 +12,9 @@ from typing import Any
 
 from rankguard.core.config import Config
 from rankguard.core.errors import InputError
+from rankguard.core.findings import Finding, fingerprint
 from rankguard.model.program import Program
-from rankguard.rules.base import Finding, Rule, RuleContext, fingerprint
+from rankguard.rules.base import Rule, RuleContext
 from rankguard.summary.ir import FileSummary
 
 

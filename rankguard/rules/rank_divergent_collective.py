@@ -11,7 +11,8 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from rankguard.analysis.divergence import DivergentCall, find_divergent_calls
-from rankguard.rules.base import Example, Finding, Invalid, Rule, RuleContext, Valid, fingerprint
+from rankguard.core.findings import Finding, fingerprint
+from rankguard.rules.base import Example, Invalid, Rule, RuleContext, Valid
 
 _HEAD = """\
 import os, random, time

@@ -12,7 +12,8 @@ from typing import ClassVar
 
 from rankguard.analysis.staleness import staleness
 from rankguard.core.chains import chain_json, chain_key
-from rankguard.rules.base import Example, Finding, Invalid, Rule, RuleContext, Valid, fingerprint
+from rankguard.core.findings import Finding, fingerprint
+from rankguard.rules.base import Example, Invalid, Rule, RuleContext, Valid
 
 _TRAPPED = """\
 import functools, time

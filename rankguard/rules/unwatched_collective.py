@@ -12,7 +12,8 @@ from typing import ClassVar
 from rankguard.analysis.blocking import analysis_for
 from rankguard.analysis.watchdog import Unwatched, find_unwatched
 from rankguard.core.chains import chain_key
-from rankguard.rules.base import Example, Finding, Invalid, Rule, RuleContext, Valid, fingerprint
+from rankguard.core.findings import Finding, fingerprint
+from rankguard.rules.base import Example, Invalid, Rule, RuleContext, Valid
 
 _HOOK = """\
 import contextlib
