@@ -22,6 +22,7 @@ from rankguard.summary.ir import (
     FileSummary,
     FunctionInfo,
     ImportInfo,
+    Operand,
     Param,
     Segs,
     Stmt,
@@ -168,6 +169,7 @@ class _Reads(ast.NodeVisitor):
         self.calls: list[CallSite] = []
         self.reads: list[Segs] = []
         self.value_refs: list[tuple[Segs, int]] = []
+        self.existence: list[Segs] = []
         self._deferred = 0
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -184,12 +186,13 @@ class _Reads(ast.NodeVisitor):
         if target and target[0] not in (OPAQUE,) and len(target) > 0:
             self.reads.append(target[:-1] if len(target) > 1 else target)
         args: list[str] = []
+        operands: list[Operand] = []
         for arg in node.args:
-            self._value(arg)
+            operands.append(self._operand("*" if isinstance(arg, ast.Starred) else None, arg))
             args.append(short_text(arg))
         kwargs: list[tuple[str, str]] = []
         for kw in node.keywords:
-            self._value(kw.value)
+            operands.append(self._operand(kw.arg or "**", kw.value))
             kwargs.append((kw.arg or "**", short_text(kw.value)))
         self.calls.append(
             CallSite(
@@ -199,8 +202,34 @@ class _Reads(ast.NodeVisitor):
                 tuple(args),
                 tuple(kwargs),
                 self._deferred > 0,
+                tuple(operands),
             )
         )
+
+    def _operand(self, keyword: str | None, node: ast.expr) -> Operand:
+        """Visit one argument and say what it read and called (the slices it appended)."""
+        reads, calls = len(self.reads), len(self.calls)
+        self._value(node)
+        ref = reference(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        const = repr(node.value) if isinstance(node, ast.Constant) else None
+        return Operand(
+            keyword,
+            tuple(self.reads[reads:]),
+            tuple(call.target for call in self.calls[calls:]),
+            ref if ref and OPAQUE not in ref else None,
+            const,
+        )
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+            pair = (node.left, node.comparators[0])
+            for value, other in (pair, pair[::-1]):
+                none = isinstance(other, ast.Constant) and other.value is None
+                if none and isinstance(value, (ast.Name, ast.Attribute)):
+                    ref = reference(value)
+                    if OPAQUE not in ref:
+                        self.existence.append(ref)
+        self.generic_visit(node)
 
     def _value(self, node: ast.AST) -> None:
         """An argument or element: a bare reference here may be a callback."""
@@ -417,7 +446,9 @@ class _Builder:
             return None
         if isinstance(node, ast.Expr):
             r = self._expr(node.value)
-            return Stmt("expr", line, tuple(r.calls), reads=tuple(r.reads))
+            return Stmt(
+                "expr", line, tuple(r.calls), reads=tuple(r.reads), existence=tuple(r.existence)
+            )
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             return self.assignment(node)
         if isinstance(node, ast.Return):
@@ -427,7 +458,12 @@ class _Builder:
                 if OPAQUE not in ref:
                     self._value_refs[-1].append((ref, line))
             return Stmt(
-                "return", line, tuple(r.calls), reads=tuple(r.reads), value=_value_shape(node.value)
+                "return",
+                line,
+                tuple(r.calls),
+                reads=tuple(r.reads),
+                value=_value_shape(node.value),
+                existence=tuple(r.existence),
             )
         if isinstance(node, ast.Raise):
             r = self._exprs([node.exc, node.cause])
@@ -449,6 +485,7 @@ class _Builder:
                 (self.block(node.body, scope, cls), self.block(node.orelse, scope, cls)),
                 text=short_text(node.test),
                 reads=tuple(r.reads),
+                existence=tuple(r.existence),
             )
         if isinstance(node, ast.While):
             r = self._expr(node.test)
@@ -461,6 +498,7 @@ class _Builder:
                 text=short_text(node.test),
                 reads=tuple(r.reads),
                 infinite=infinite,
+                existence=tuple(r.existence),
             )
         if isinstance(node, (ast.For, ast.AsyncFor)):
             r = self._expr(node.iter)
@@ -565,6 +603,7 @@ class _Builder:
             targets=tuple(targets),
             reads=tuple(reads),
             value=shape,
+            existence=tuple(r.existence),
         )
 
     def imports(self, node: ast.Import | ast.ImportFrom, scope: str) -> None:
