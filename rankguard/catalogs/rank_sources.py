@@ -66,6 +66,7 @@ class RankSourceCatalog:
     placement_methods: frozenset[str]
     placement_calls: frozenset[str]
     feeders: frozenset[str]
+    size_methods: frozenset[str]
     aliases: dict[str, str]  # spelling -> dimension
     grids: tuple[tuple[str, tuple[str, ...]], ...]  # (of, axes)
     _memo: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
@@ -197,6 +198,7 @@ _COPIED = (
     "placement_methods",
     "placement_calls",
     "feeders",
+    "size_methods",
     "aliases",
     "grids",
 )
@@ -250,6 +252,7 @@ def parse_rank_sources(data: dict) -> RankSourceCatalog:
         placement_methods=frozenset(listed(placement, "methods", "placement")),
         placement_calls=frozenset(listed(placement, "calls", "placement")),
         feeders=frozenset(listed(data.get("containers", {}), "feeders", "containers")),
+        size_methods=frozenset(listed(data.get("containers", {}), "sizes", "containers")),
         aliases=aliases,
         grids=tuple(grids),
     )

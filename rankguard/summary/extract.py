@@ -170,10 +170,13 @@ class _Reads(ast.NodeVisitor):
         self.reads: list[Segs] = []
         self.value_refs: list[tuple[Segs, int]] = []
         self.existence: list[Segs] = []
+        # Per call, parallel to `calls`: (first read, end of reads, first nested call) it owns.
+        self._spans: list[tuple[int, int, int]] = []
         self._deferred = 0
 
     def visit_Call(self, node: ast.Call) -> None:
         # Evaluation order: the callee's base, the arguments, then the call itself.
+        first_read, first_call = len(self.reads), len(self.calls)
         func = node.func
         while isinstance(func, (ast.Attribute, ast.Subscript)):
             if isinstance(func, ast.Subscript):
@@ -205,17 +208,26 @@ class _Reads(ast.NodeVisitor):
                 tuple(operands),
             )
         )
+        self._spans.append((first_read, len(self.reads), first_call))
 
     def _operand(self, keyword: str | None, node: ast.expr) -> Operand:
         """Visit one argument and say what it read and called (the slices it appended)."""
         reads, calls = len(self.reads), len(self.calls)
         self._value(node)
+        # Only what the argument itself reads and calls: a nested call owns its own arguments.
+        inner = range(calls, len(self.calls))
+        direct = [i for i in inner if not any(self._spans[j][2] <= i < j for j in inner)]
+        owned = [range(self._spans[i][0], self._spans[i][1]) for i in direct]
         ref = reference(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
         const = repr(node.value) if isinstance(node, ast.Constant) else None
         return Operand(
             keyword,
-            tuple(self.reads[reads:]),
-            tuple(call.target for call in self.calls[calls:]),
+            tuple(
+                read
+                for index, read in enumerate(self.reads[reads:], reads)
+                if not any(index in span for span in owned)
+            ),
+            tuple(self.calls[i].target for i in direct),
             ref if ref and OPAQUE not in ref else None,
             const,
         )
@@ -278,6 +290,18 @@ class _Reads(ast.NodeVisitor):
             if key is not None:
                 self.visit(key)
             self._value(value)
+
+
+def _truths(node: ast.AST | None) -> tuple[Segs, ...]:
+    """References in truth position: `q`, `not q`, `a and q`, `a or not q`."""
+    if isinstance(node, ast.BoolOp):
+        return tuple(ref for value in node.values for ref in _truths(value))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _truths(node.operand)
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        ref = reference(node)
+        return () if OPAQUE in ref else (ref,)
+    return ()
 
 
 def _scan(node: ast.AST | None) -> _Reads:
@@ -486,6 +510,7 @@ class _Builder:
                 text=short_text(node.test),
                 reads=tuple(r.reads),
                 existence=tuple(r.existence),
+                truths=_truths(node.test),
             )
         if isinstance(node, ast.While):
             r = self._expr(node.test)
@@ -499,6 +524,7 @@ class _Builder:
                 reads=tuple(r.reads),
                 infinite=infinite,
                 existence=tuple(r.existence),
+                truths=_truths(node.test),
             )
         if isinstance(node, (ast.For, ast.AsyncFor)):
             r = self._expr(node.iter)
@@ -510,6 +536,9 @@ class _Builder:
                 text=short_text(node.iter),
                 targets=tuple(_target_refs(node.target)),
                 reads=tuple(r.reads),
+                truths=_truths(node.iter)
+                if isinstance(node.iter, ast.Attribute | ast.Name)
+                else (),
             )
         if isinstance(node, (ast.With, ast.AsyncWith)):
             r = self._exprs(item.context_expr for item in node.items)

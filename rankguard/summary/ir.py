@@ -35,8 +35,9 @@ def segs_text(segs: Segs) -> str:
 class Operand:
     """One argument of a call as analyses read it, so none has to re-parse argument text.
 
-    `reads` are the maximal references it reads and `calls` the targets of the calls it makes
-    (both in evaluation order, both also in the statement's own lists); `ref` is set when the
+    `reads` are the maximal references it reads itself and `calls` the targets of the calls it
+    makes itself (a nested call's own arguments belong to that call's operands), both in
+    evaluation order and both also in the statement's own lists; `ref` is set when the
     argument is a bare reference (`x`, `self.q`), `const` when it is a literal (its repr).
     """
 
@@ -92,6 +93,9 @@ class Stmt:
     # References the value or test only compares with None (`x is None`, `x is not None`):
     # whether they exist, not what they hold.
     existence: tuple[Segs, ...] = ()
+    # References whose truth a test takes (`if q`, `not q`, `a and q`) or a `for` iterates:
+    # how many items they hold decides, not what the items are.
+    truths: tuple[Segs, ...] = ()
 
 
 @dataclass(slots=True)

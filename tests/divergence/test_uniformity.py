@@ -198,8 +198,27 @@ def test_is_none_tests_existence_not_contents(program_of) -> None:
         "            self.reading = torch.cuda.mem_get_info()[0]\n"
         "            if self.stamps is not None and self.reading is not None:\n"
         "                dist.barrier()\n"
-        "            if self.stamps:\n"
+        "            if self.stamps[-1] > 5:\n"
         "                dist.barrier()  # varies: the stamps are this rank's clock\n"
+    )
+    assert _lines(_run(program_of, code)) == [13]
+
+
+def test_a_count_follows_how_many_items_not_what_they_hold(program_of) -> None:
+    # One timestamped entry per round on every rank: the count agrees, the stamps do not.
+    code = (
+        "class S:\n"
+        "    def __init__(self):\n"
+        "        self.ongoing = {}\n\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            self.ongoing[len(self.ongoing)] = time.time()\n"
+        "            if len(self.ongoing) > 8 or not self.ongoing:\n"
+        "                dist.barrier()\n"
+        "            for key in self.ongoing:\n"
+        "                dist.barrier()\n"
+        "            if max(self.ongoing.values()) > 5:\n"
+        "                dist.barrier()  # varies: the stamps themselves\n"
     )
     assert _lines(_run(program_of, code)) == [13]
 

@@ -41,7 +41,7 @@ class UniformityFlow:
         self.sources_catalog = catalog
         self.resolver = program.resolver
         self.calls = CollectiveCalls(program, reach, catalog)
-        self.stores = _attribute_stores(program)
+        self.stores = _attribute_stores(program, catalog.feeders)
         self._globals = _module_globals(program)
         self.flows: dict[str, FunctionFlow] = {}
         for name in _callees_first(program):
@@ -72,6 +72,8 @@ class UniformityFlow:
                 queue.append((node, source, steps))
         while queue:
             node, source, chain = queue.popleft()
+            if node[0] == "arrivals" and source.kind != "inbox":
+                continue  # a size changes with how many messages arrive, not with their values
             known = result.setdefault(node, {})
             if source in known or len(known) >= _MAX_SOURCES:
                 continue
@@ -128,18 +130,21 @@ def _callees_first(program: Program) -> list[str]:
     return order
 
 
-def _targets(stmts: Iterable[Stmt]) -> Iterator[str]:
+def _targets(stmts: Iterable[Stmt], feeders: frozenset[str]) -> Iterator[str]:
     for stmt in stmts:
         for target in stmt.targets:
             cut = [s for s in target if s != SUBSCRIPT]
             if len(cut) >= 2 and CALL not in cut:
                 yield cut[-1]
+        for call in stmt.calls:
+            if len(call.target) >= 3 and call.target[-1] in feeders:
+                yield call.target[-2]
 
 
-def _attribute_stores(program: Program) -> dict[str, frozenset[str]]:
-    """Attribute names each function assigns itself (a call into it forgets those paths)."""
+def _attribute_stores(program: Program, feeders: frozenset[str]) -> dict[str, frozenset[str]]:
+    """Attribute names each function assigns or feeds (a call into it forgets those paths)."""
     return {
-        name: frozenset(_targets(walk_statements(record.info.body)))
+        name: frozenset(_targets(walk_statements(record.info.body), feeders))
         for name, record in program.functions.items()
     }
 

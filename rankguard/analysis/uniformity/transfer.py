@@ -141,7 +141,8 @@ class Walker:
             self.out.conditions[id(stmt)] = labels
             if stmt.targets:
                 text = f"for {', '.join(segs_text(t) for t in stmt.targets)} in {stmt.text}"
-                self.bind(stmt.targets, through(labels, self.step(stmt.line, text)), env)
+                items = self.ref(stmt.truths[0], env, stmt.line) if stmt.truths else labels
+                self.bind(stmt.targets, through(items, self.step(stmt.line, text)), env)
             body, orelse = (*stmt.blocks, (), ())[:2]
             after = env
             for _ in range(2):  # a second pass carries values around the loop once
@@ -196,7 +197,7 @@ class Walker:
             if state.consumed[ref] > 0:
                 state.consumed[ref] -= 1
                 continue
-            merge(out, self.ref(ref, env, stmt.line))
+            merge(out, self.ref(ref, env, stmt.line, ref in stmt.truths))
         for name in state.kills:
             env[name] = {}
         return out
@@ -215,43 +216,60 @@ class Walker:
         elif any(n in _ENV_READS for n in names) and self._rank_variable(call):
             result[self.source("rank-id", f"{call.text}({call.args[0]})", call.line)] = ()
         segs = call.target
+        placement = any(n in catalog.placement_calls for n in names)
+        operands: list[tuple[Operand, Labels]] = []
+        measured = segs == ("len",)
         for operand in call.operands:
-            if operand.keyword in catalog.placement_keywords:
-                self.operand(operand, env, state, call.line)  # read, and dropped
-        if any(n in catalog.placement_calls for n in names) or (
-            len(segs) >= 2 and segs[-1] in catalog.placement_methods
-        ):
-            for operand in call.operands:
-                self.operand(operand, env, state, call.line)
-            return result
+            labels = self.operand(operand, env, state, call.line, measured)
+            if operand.keyword not in catalog.placement_keywords:  # placement is not data
+                operands.append((operand, labels))
+        receiver = self.receiver(call, env, state)
         internal = [t for t in targets if t in program.functions]
         primitive = any(self.f.reach.catalog.kind(t) == "collective" for t in targets)
         entered = primitive or bool(self.f.calls.entered(self.record, call))
-        uniform = any(catalog.is_uniform_name(n) for n in names)
-        # An object of a program class is not a value: its fields carry their own flows.
-        uniform = uniform or (not internal and any(n in program.classes for n in names))
-        if not internal and not primitive and not uniform:
-            if len(segs) >= 2 and segs[-1] in catalog.feeders and segs[-2] not in (CALL,):
-                self.feed(call, env, state)
-            return result  # outside the program: its inputs stay in the statement's reads
-        operands = [(o, self.operand(o, env, state, call.line)) for o in call.operands]
         if entered:
             self.kill_buffer(call, state)
+        uniform = placement or any(catalog.is_uniform_name(n) for n in names)
+        # An object of a program class is not a value: its fields carry their own flows.
+        uniform = uniform or (not internal and any(n in program.classes for n in names))
         if primitive or uniform:
-            return result if primitive else {}
+            return result  # agreed by the group, or uniform by construction
+        if not internal:
+            # Outside the program: its result is computed from its receiver and arguments,
+            # except a placement method's (`x.to(device)` holds what `x` holds).
+            if len(segs) >= 2 and segs[-1] in catalog.feeders and segs[-2] != CALL:
+                self.feed(call, [labels for _o, labels in operands], env)
+            merge(result, receiver)
+            if not (len(segs) >= 2 and segs[-1] in catalog.placement_methods):
+                for _operand, labels in operands:
+                    merge(result, labels)
+            return result
         step = self.step(call.line, call.text + "(…)")
         for target in internal:
             callee = program.functions[target]
             result[("ret", target)] = ()
             self.forget_stored(target, env)
             passed = self.bind_params(callee, call, operands)
-            summary = self.f.ret_params(target)
+            # What a collective wrapper hands back is what the group agreed on, even when one
+            # path returns the argument itself (the root of a broadcast, a group of one).
+            summary = {} if entered else self.f.ret_params(target)
             for param, labels in passed.items():
                 self.out.flow(("param", target, param), through(labels, step))
                 if param in summary:
                     back = self.step(call.line, f"{call.text}(…) returns {param}")
                     merge(result, through(labels, back))
         return result
+
+    def receiver(self, call: CallSite, env: Env, state: _Statement) -> Labels:
+        """Labels of what a method is called on (`self.q` in `self.q.popleft()`), read once."""
+        target = call.target
+        if not target or target[0] == OPAQUE:
+            return {}
+        read = target[:-1] if len(target) > 1 else target
+        state.consumed[read] += 1
+        if len(target) == 1:
+            return {}
+        return self.ref(read, env, call.line, target[-1] in self.catalog.size_methods)
 
     def _rank_variable(self, call: CallSite) -> bool:
         first = call.operands[0].const if call.operands else None
@@ -274,8 +292,11 @@ class Walker:
                 passed[operand.keyword] = labels
         return passed
 
-    def operand(self, operand: Operand, env: Env, state: _Statement, line: int) -> Labels:
-        """Labels of one argument; what it reads is then not counted again for the statement."""
+    def operand(
+        self, operand: Operand, env: Env, state: _Statement, line: int, size: bool = False
+    ) -> Labels:
+        """Labels of one argument; what it reads is then not counted again for the statement.
+        `size`: the argument is measured (`len(x)`), not read."""
         out: Labels = {}
         for segs in operand.calls:
             for index, call in enumerate(state.pending):
@@ -286,7 +307,7 @@ class Walker:
                     break
         for ref in operand.reads:
             state.consumed[ref] += 1
-            merge(out, self.ref(ref, env, line))
+            merge(out, self.ref(ref, env, line, size and ref == operand.ref))
         return out
 
     def kill_buffer(self, call: CallSite, state: _Statement) -> None:
@@ -296,11 +317,11 @@ class Walker:
         if buffer is not None and buffer.ref and buffer.ref != ("self",):
             state.kills.append(".".join(buffer.ref))
 
-    def feed(self, call: CallSite, env: Env, state: _Statement) -> None:
+    def feed(self, call: CallSite, fed: list[Labels], env: Env) -> None:
         """`q.append(x)`: the container now also holds what `x` holds."""
         labels: Labels = {}
-        for operand in call.operands:
-            merge(labels, self.operand(operand, env, state, call.line))
+        for more in fed:
+            merge(labels, more)
         container = call.target[:-1]
         step = self.step(call.line, f"{call.text}(…)")
         self.bind(((*container, SUBSCRIPT),), through(labels, step), env)
@@ -310,8 +331,13 @@ class Walker:
         for key in [k for k in env if "." in k and k.rsplit(".", 1)[1] in stored]:
             del env[key]
 
-    def ref(self, ref: Segs, env: Env, line: int) -> Labels:
-        """Labels of a reference read: a local's, an attribute path's, a global's, or a source."""
+    def ref(self, ref: Segs, env: Env, line: int, size: bool = False) -> Labels:
+        """Labels of a reference read: a local's, an attribute path's, a global's, or a source.
+
+        A container is two values: its size (what it was assigned, and how many messages from
+        outside the group arrived in it) and its items (what was fed in). `size=True` reads the
+        first only: `len(q)`, `if q:`, `for ... in q` (the trip count), `q.qsize()`.
+        """
         cut: list[str] = []
         for seg in ref:
             if seg in (CALL, SUBSCRIPT):
@@ -323,23 +349,27 @@ class Walker:
             return {}
         if tuple(cut[:2]) == ("os", "environ"):
             return {}  # the launcher's environment; per-rank variables are read by name above
+        size = size and len(cut) == len(ref)
         out: Labels = {}
         known = next(
-            (k for k in range(len(cut), 1, -1) if ".".join(cut[:k]) in env), 0
-        )  # the longest attribute path this function assigned
-        head = cut[0]
+            (k for k in range(len(cut), 0, -1) if ".".join(cut[:k]) in env), 0
+        )  # the longest path this function assigned (a local, or an attribute path)
         if known:
-            merge(out, env[".".join(cut[:known])])
-        elif head in env:
-            merge(out, env[head])
-        elif self.f.is_global(self.record.module, head) and not self.record.is_module_body:
-            out[("global", self.record.module, head)] = ()
+            key = ".".join(cut[:known])
+            merge(out, env[key])
+            if not size or known < len(cut):
+                merge(out, env.get(key + "[]", {}))
+        elif self.f.is_global(self.record.module, cut[0]) and not self.record.is_module_body:
+            out[("global", self.record.module, cut[0])] = ()
         for index in range(max(known, 1), len(cut)):
             attr = cut[index]
             if self.catalog.is_rank_name(attr):
                 out[self.rank_source(tuple(cut[: index + 1]), line)] = ()
+            last = index == len(cut) - 1
             for node in self.attr_nodes(tuple(cut[:index]), attr):
                 out[node] = ()
+                if last:
+                    out[("arrivals" if size else "items", *node[1:])] = ()
         return out
 
     def attr_nodes(self, owner: Segs, attr: str) -> tuple[Node, ...]:
@@ -370,6 +400,7 @@ class Walker:
         self.bind(stmt.targets, through(labels, self.step(stmt.line, text)), env)
 
     def bind(self, targets: tuple[Segs, ...], labels: Labels, env: Env) -> None:
+        """Store `labels` into each target; `x[k] = v` and feeds (`x[]`) go to x's items."""
         for target in targets:
             if not target or target[0] in (OPAQUE, "<str>"):
                 continue
@@ -379,12 +410,15 @@ class Walker:
             if CALL in target or SUBSCRIPT in target or not target:
                 continue
             key = ".".join(target)
-            if weak and key in env:
-                merged = dict(env[key])
-                merge(merged, labels)
-                env[key] = merged
-            elif not weak or len(target) == 1:
+            if weak:
+                if len(target) == 1 or key in env:
+                    merge(env.setdefault(key + "[]", {}), labels)
+                    arrivals = ("arrivals", self.fn, key)
+                    env[key] = {**env.get(key, {}), arrivals: ()}
+                    self.out.flow(arrivals, labels)
+            else:
                 env[key] = dict(labels)
+                env[key + "[]"] = {}
             if len(target) == 1:
                 if self.record.is_module_body:
                     self.out.flow(("global", self.record.module, target[0]), labels)
@@ -392,4 +426,8 @@ class Walker:
             owner, attr = target[:-1], target[-1]
             for value in self.f.resolver.evaluate(self.record, owner):
                 if value.kind in ("instance", "class") and value.name in self.f.program.classes:
-                    self.out.flow(("attr", value.name, attr), labels)
+                    if weak:
+                        self.out.flow(("items", value.name, attr), labels)
+                        self.out.flow(("arrivals", value.name, attr), labels)
+                    else:
+                        self.out.flow(("attr", value.name, attr), labels)
