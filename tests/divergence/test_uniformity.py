@@ -251,6 +251,39 @@ def test_run_at_most_once_plus_finalize_reaches_every_path(program_of) -> None:
     assert _run(program_of, code) == []
 
 
+def test_latched_negotiation_finalized_by_the_caller(program_of) -> None:
+    # The latch is a property over the stored result, and the finalize runs in the caller
+    # after the helper that may have negotiated under a local condition returns.
+    code = (
+        "class Executor:\n"
+        "    def __init__(self):\n"
+        "        self._result = None\n\n"
+        "    @property\n"
+        "    def _called(self):\n"
+        "        return self._result is not None\n\n"
+        "    def negotiate(self, local):\n"
+        "        if not self._called:\n"
+        "            flags = [None, None]\n"
+        "            dist.all_gather_object(flags, local)\n"
+        "            self._result = flags\n"
+        "        return self._result\n\n"
+        "    def finalize(self):\n"
+        "        if not self._called:\n"
+        "            self.negotiate(False)\n\n"
+        "class S:\n"
+        "    def plan(self, executor):\n"
+        "        if time.time() > 5:\n"
+        "            return None\n"
+        "        return executor.negotiate(True)\n\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            executor = Executor()\n"
+        "            self.plan(executor)\n"
+        "            executor.finalize()\n"
+    )
+    assert _run(program_of, code) == []
+
+
 def test_at_most_once_without_finalize_still_diverges(program_of) -> None:
     code = (
         "class Negotiator:\n"

@@ -131,8 +131,44 @@ class CollectiveCalls:
     def at_most_once(self, name: str) -> bool:
         if name not in self._once:
             record = self.program.functions.get(name)
-            self._once[name] = record is not None and _is_once(record.info.body)
+            self._once[name] = record is not None and (
+                _returns_once(record.info.body) or self._latched(record)
+            )
         return self._once[name]
+
+    def _latched(self, record: FunctionRecord) -> bool:
+        """Its collectives all sit under `if not self.A:` (or `self.A is None`) whose block
+        stores the state `A` reads: `A` itself, or what a property `A` of the class reads."""
+        latches = [
+            stmt
+            for stmt in record.info.body
+            if stmt.kind == "if"
+            and len(stmt.reads) == 1
+            and len(stmt.reads[0]) == 2
+            and stmt.reads[0][0] == "self"
+            and stmt.text in (f"not self.{stmt.reads[0][1]}", f"self.{stmt.reads[0][1]} is None")
+        ]
+        if not latches:
+            return False
+        outside = [s for s in record.info.body if s not in latches]
+        if any(self.entered(record, c) for c in walk_calls(tuple(outside))):
+            return False
+        for latch in latches:
+            attr = latch.reads[0][1]
+            read = {attr}
+            prop = self.program.functions.get(
+                f"{record.info.cls and record.qualname.rsplit('.', 1)[0]}.{attr}"
+            )
+            if prop is not None and any(d and d[-1] == "property" for d in prop.info.decorators):
+                read |= {
+                    r[1] for s in prop.info.body for r in s.reads if len(r) == 2 and r[0] == "self"
+                }
+            stored = {
+                t[1] for s in latch.blocks[0] for t in s.targets if len(t) == 2 and t[0] == "self"
+            }
+            if not read & stored:
+                return False
+        return True
 
     # -- groups ---------------------------------------------------------------------------
     def group(self, record: FunctionRecord, call: CallSite) -> str | None:
@@ -218,7 +254,7 @@ def _feasible_calls(body: tuple[Stmt, ...], constants: dict[str, str]) -> Iterat
             yield from _feasible_calls(block, constants)
 
 
-def _is_once(body: tuple[Stmt, ...]) -> bool:
+def _returns_once(body: tuple[Stmt, ...]) -> bool:
     """`if self.F: return` first (a docstring aside), and `self.F = True` somewhere in the body."""
     stmts = [s for s in body if not (s.kind == "expr" and not s.calls and not s.reads)]
     if not stmts or stmts[0].kind != "if" or len(stmts[0].reads) != 1:

@@ -9,11 +9,11 @@ from typing import Any
 from rankguard.analysis.reach import reach_from
 from rankguard.analysis.rounds import CollectiveReach, CollectiveSite
 from rankguard.analysis.uniformity.flow import Sourced, UniformityFlow
-from rankguard.analysis.uniformity.guards import Guard, GuardWalker
+from rankguard.analysis.uniformity.guards import Guard, GuardWalker, tail_after
 from rankguard.catalogs.rank_sources import configured_driver_patterns, rank_source_catalog
 from rankguard.core.chains import Hop, chain_json
 from rankguard.model.program import FunctionRecord, Program
-from rankguard.summary.ir import CallSite
+from rankguard.summary.ir import CallSite, Stmt
 
 
 @dataclass
@@ -70,7 +70,11 @@ def find_divergent_calls(
     out: list[DivergentCall] = []
     for name in sorted(reached):
         record = program.functions[name]
-        for call, group, guards in GuardWalker(flow, record).run():
+        outer: list[tuple[Stmt, ...]] = []
+        for hop in reversed(reached[name]):
+            caller = program.functions.get(hop.function)
+            outer.extend(tail_after(caller.info.body, hop.line) or () if caller else ())
+        for call, group, guards in GuardWalker(flow, record, tuple(outer)).run():
             guard = guards[-1]  # the innermost decides last
             sources = flow.varying(name, guard.stmt, group)
             entered = flow.calls.entered(record, call)

@@ -35,9 +35,12 @@ class Guard:
 class GuardWalker:
     """Finds the varying, asymmetric guards over each collective call of one function."""
 
-    def __init__(self, flow: UniformityFlow, record: FunctionRecord) -> None:
+    def __init__(self, flow: UniformityFlow, record: FunctionRecord, outer: Tail = ()) -> None:
         self.flow = flow
         self.record = record
+        # What the callers run after this function returns (along the chain from the round):
+        # consulted only when at-most-once collectives are in play (a caller's finalize).
+        self.outer = outer
         self.found: list[tuple[CallSite, str | None, list[Guard]]] = []
         self._paths: dict[int, Paths] = {}
 
@@ -101,8 +104,11 @@ class GuardWalker:
             else:
                 sides = {self.sequences([b]) for b in blocks}
                 if len(sides) > 1 or None in sides:
-                    # Each side as it continues to the end of the function.
+                    # Each side as it continues to the end of the function (and, for
+                    # at-most-once collectives, through what the callers run afterwards).
                     sides = {self.sequences([b, *tail_fn]) for b in blocks}
+                    if len(sides) > 1 and _once(sides):
+                        sides = {self.onward([b, *tail_fn]) for b in blocks}
                 symmetric = len(sides) == 1 and None not in sides
         inside = [*active, Guard(stmt, "branch", symmetric)] if varies else active
         for block in stmt.blocks:
@@ -122,6 +128,9 @@ class GuardWalker:
         tail = tail_fn if scope == "function" else tail_loop
         stay = self.sequences([blocks[1 - leaving], *tail])
         gone = self.sequences([blocks[leaving]])
+        if stay != gone and scope == "function" and _once({stay, gone}):
+            stay = self.onward([blocks[1 - leaving], *tail])
+            gone = self.onward([blocks[leaving]])
         symmetric = stay is not None and stay == gone
         return Guard(stmt, "exit", symmetric), scope
 
@@ -155,6 +164,15 @@ class GuardWalker:
         """The sequences of collectives a run through `blocks` may enter, however each run ends
         (falling through, returning, breaking)."""
         found = self.paths_seq(blocks)
+        return None if found is None else frozenset(seq for seq, _end in found)
+
+    def onward(self, blocks: Sequence[tuple[Stmt, ...]]) -> frozenset[tuple[str, ...]] | None:
+        """Like `sequences`, but a run that returns goes on in the callers (`self.outer`)."""
+        here = self.paths_seq(blocks)
+        if here is None:
+            return None
+        returned = frozenset((seq, "" if end == "return" else end) for seq, end in here)
+        found = _concat(returned, self.paths_seq(self.outer))
         return None if found is None else frozenset(seq for seq, _end in found)
 
     def paths_seq(self, blocks: Sequence[tuple[Stmt, ...]]) -> Paths:
@@ -192,6 +210,22 @@ class GuardWalker:
             once = frozenset((seq, "" if end == "loop" else end) for seq, end in body)
             return _concat(head, once | {((), "")})
         return _concat(head, self.paths_seq(list(stmt.blocks)))
+
+
+def _once(sides: Iterable[frozenset[tuple[str, ...]] | None]) -> bool:
+    return any(t.startswith("once:") for side in sides if side for seq in side for t in seq)
+
+
+def tail_after(body: tuple[Stmt, ...], line: int) -> Tail | None:
+    """What runs after the statement that makes a call on `line`, to the end of the body."""
+    for index, stmt in enumerate(body):
+        if any(call.line == line for call in stmt.calls):
+            return (body[index + 1 :],)
+        for block in stmt.blocks:
+            inner = tail_after(block, line)
+            if inner is not None:
+                return (*inner, body[index + 1 :])
+    return None
 
 
 def _append(left: tuple[str, ...], right: tuple[str, ...]) -> tuple[str, ...]:
