@@ -67,6 +67,8 @@ class RankSourceCatalog:
     placement_calls: frozenset[str]
     feeders: frozenset[str]
     size_methods: frozenset[str]
+    measures: frozenset[str]
+    placement_attributes: frozenset[str]
     aliases: dict[str, str]  # spelling -> dimension
     grids: tuple[tuple[str, tuple[str, ...]], ...]  # (of, axes)
     _memo: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
@@ -165,7 +167,11 @@ class RankSourceCatalog:
         match = _GROUP_SUFFIX.search(name)
         if match is None:
             return None
-        return self.aliases.get(name[: match.start()])
+        stem = name[: match.start()]
+        # `dp_tp`: the tp group inside one dp replica; the innermost dimension names it.
+        while stem not in self.aliases and "_" in stem:
+            stem = stem.split("_", 1)[1]
+        return self.aliases.get(stem)
 
     def rank_uniform_over(self, rank_dimension: str | None, group: str | None) -> bool:
         """Whether a rank id of `rank_dimension` is the same on every rank of `group`."""
@@ -199,6 +205,8 @@ _COPIED = (
     "placement_calls",
     "feeders",
     "size_methods",
+    "measures",
+    "placement_attributes",
     "aliases",
     "grids",
 )
@@ -253,6 +261,8 @@ def parse_rank_sources(data: dict) -> RankSourceCatalog:
         placement_calls=frozenset(listed(placement, "calls", "placement")),
         feeders=frozenset(listed(data.get("containers", {}), "feeders", "containers")),
         size_methods=frozenset(listed(data.get("containers", {}), "sizes", "containers")),
+        measures=frozenset(listed(data.get("containers", {}), "measures", "containers")),
+        placement_attributes=frozenset(listed(placement, "attributes", "placement")),
         aliases=aliases,
         grids=tuple(grids),
     )

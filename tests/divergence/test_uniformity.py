@@ -372,3 +372,31 @@ def test_recursion_does_not_depend_on_function_names(program_of) -> None:
     for a in ("a_q", "z_q"):
         found = _run(program_of, template.format(a=a, b="b_p"))
         assert _lines(found) == [12], a
+
+
+def test_group_named_through_the_attribute_it_was_stored_from(program_of) -> None:
+    # `self.sync_group` says nothing; its one store says it is the TP group of one DP replica.
+    code = (
+        "class S:\n"
+        "    def __init__(self, owner, pp_rank):\n"
+        "        self.pp_rank = pp_rank\n"
+        "        self.sync_group = owner.dp_tp_cpu_group\n\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            if self.pp_rank == 0:\n"
+        "                out = [None, None]\n"
+        "                dist.all_gather_object(out, 1, group=self.sync_group)\n"
+    )
+    assert _run(program_of, code) == []
+
+
+def test_type_and_placement_attributes_are_not_data(program_of) -> None:
+    code = (
+        "class S:\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            x = torch.tensor([torch.cuda.mem_get_info()[0]])\n"
+        "            if x.is_cpu or x.dtype == torch.int64:\n"
+        "                dist.barrier()\n"
+    )
+    assert _run(program_of, code) == []

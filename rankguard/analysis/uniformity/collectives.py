@@ -21,12 +21,13 @@ default group (`world`) when it passes none, unknown (None) when it passes one w
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import cached_property
 
 from rankguard.analysis.reach import followed
 from rankguard.analysis.rounds import CollectiveReach, CollectiveSite
 from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.core.chains import Hop
-from rankguard.model.program import FunctionRecord, Program, walk_calls
+from rankguard.model.program import FunctionRecord, Program, walk_calls, walk_statements
 from rankguard.summary.ir import CallSite, Stmt
 
 Reached = list[tuple[CollectiveSite, list[Hop]]]
@@ -197,17 +198,35 @@ class CollectiveCalls:
         return groups.pop() if len(groups) == 1 else None
 
     def _named_group(self, call: CallSite) -> str | None:
-        for segment in call.target[:-1]:
-            found = self.catalog.dimension_of_group(segment)
-            if found is not None:
-                return found
-        for operand in call.operands:
-            for ref in operand.reads:
-                for segment in ref:
-                    found = self.catalog.dimension_of_group(segment)
-                    if found is not None:
-                        return found
+        refs = [call.target[:-1]] + [ref for o in call.operands for ref in o.reads]
+        for ref in refs:
+            for segment in ref:
+                found = self.catalog.dimension_of_group(segment)
+                if found is not None:
+                    return found
+        for ref in refs:  # `self.sync_group`, stored from `scheduler.tp_cpu_group` elsewhere
+            if len(ref) >= 2 and ref[-1] in self.attribute_groups:
+                return self.attribute_groups[ref[-1]]
         return None
+
+    @cached_property
+    def attribute_groups(self) -> dict[str, str]:
+        """Attributes every store of which names one group dimension (`x.g = y.tp_group`)."""
+        found: dict[str, set[str | None]] = {}
+        for record in self.program.functions.values():
+            for stmt in walk_statements(record.info.body):
+                if stmt.kind != "assign" or not stmt.value or stmt.value[0] != "ref":
+                    continue
+                dims = {self.catalog.dimension_of_group(seg) for seg in stmt.value[1]} - {None}
+                only = next(iter(dims)) if len(dims) == 1 else None
+                for target in stmt.targets:
+                    if len(target) >= 2:
+                        found.setdefault(target[-1], set()).add(only)
+        return {
+            name: dim
+            for name, dims in found.items()
+            if len(dims) == 1 and (dim := next(iter(dims))) is not None
+        }
 
 
 def _test_of(stmt: Stmt) -> tuple[str, bool] | None:

@@ -66,7 +66,7 @@ def find_divergent_calls(
     if not reached:
         return []
     catalog = rank_source_catalog().with_driver_terms(configured_driver_patterns(driver_terms))
-    flow = UniformityFlow(program, reach, catalog)
+    flow = UniformityFlow(program, reach, catalog, reached)
     out: list[DivergentCall] = []
     for name in sorted(reached):
         record = program.functions[name]

@@ -13,7 +13,7 @@ sources that can differ inside the collective's group.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 
 import networkx as nx
 
@@ -34,8 +34,15 @@ class UniformityFlow:
     """Uniformity over a whole program: build once, then ask about conditions."""
 
     def __init__(
-        self, program: Program, reach: CollectiveReach, catalog: RankSourceCatalog
+        self,
+        program: Program,
+        reach: CollectiveReach,
+        catalog: RankSourceCatalog,
+        reached: Collection[str] = (),
     ) -> None:
+        # Functions the rounds reach: their parameters take values only from callers the rounds
+        # also reach (a start-up profiler's synthetic requests are not the round's requests).
+        self.reached = frozenset(reached)
         self.program = program
         self.reach = reach
         self.sources_catalog = catalog

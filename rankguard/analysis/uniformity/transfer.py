@@ -58,6 +58,7 @@ class ProgramFacts(Protocol):
     sources_catalog: RankSourceCatalog
     resolver: Any
     stores: dict[str, frozenset[str]]
+    reached: frozenset[str]
 
     def ret_params(self, function: str) -> dict[str, tuple[Step, ...]]: ...
 
@@ -218,7 +219,7 @@ class Walker:
         segs = call.target
         placement = any(n in catalog.placement_calls for n in names)
         operands: list[tuple[Operand, Labels]] = []
-        measured = segs == ("len",)
+        measured = len(segs) == 1 and segs[0] in self.catalog.measures
         for operand in call.operands:
             labels = self.operand(operand, env, state, call.line, measured)
             if operand.keyword not in catalog.placement_keywords:  # placement is not data
@@ -250,6 +251,8 @@ class Walker:
             result[("ret", target)] = ()
             self.forget_stored(target, env)
             passed = self.bind_params(callee, call, operands)
+            if target in self.f.reached and self.fn not in self.f.reached:
+                passed = {}  # a caller outside the rounds builds other objects
             # What a collective wrapper hands back is what the group agreed on, even when one
             # path returns the argument itself (the root of a broadcast, a group of one).
             summary = {} if entered else self.f.ret_params(target)
@@ -361,10 +364,15 @@ class Walker:
                 merge(out, env.get(key + "[]", {}))
         elif self.f.is_global(self.record.module, cut[0]) and not self.record.is_module_body:
             out[("global", self.record.module, cut[0])] = ()
+        if any(seg in self.catalog.placement_attributes for seg in cut[1:]):
+            return {}  # a value's dtype or device names its type or placement, not its data
         for index in range(max(known, 1), len(cut)):
             attr = cut[index]
             if self.catalog.is_rank_name(attr):
-                out[self.rank_source(tuple(cut[: index + 1]), line)] = ()
+                source = self.rank_source(tuple(cut[: index + 1]), line)
+                out[source] = ()
+                if source.dimension:
+                    continue  # named by its dimension: that is what it is, however computed
             last = index == len(cut) - 1
             for node in self.attr_nodes(tuple(cut[:index]), attr):
                 out[node] = ()
