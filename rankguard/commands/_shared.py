@@ -23,6 +23,8 @@ def load_from_path(args: argparse.Namespace, path: Path) -> tuple[Config, Progra
     config = load_config(args, path)
     cache = make_cache(config, args.cache_dir, enabled=not args.no_cache)
     tree = read_directory(path, config.exclude)
+    for clash in tree.warnings:
+        print(f"rankguard: warning: {clash.path}: {clash.message}", file=sys.stderr)
     return config, load_program(tree, config, cache)
 
 
