@@ -75,7 +75,9 @@ def test_every_status_at_b(tmp_path, history, capsys):
     ]
     assert rows["R4"]["status"] == "prose-only"
     assert rows["R4"]["sites"] == []
-    assert rows["R4"]["prose"] == [{"path": TOOLS, "line": line_of(h.util_b, "pool is exhausted")}]
+    assert rows["R4"]["prose"] == [
+        {"path": TOOLS, "line": line_of(h.util_b, "pool is exhausted"), "kind": "docstring"}
+    ]
     assert rows["R5"]["status"] == "prose-only"  # a comment
     assert rows["R6"]["status"] == "gone"
     assert rows["R6"]["reachable"] is None

@@ -7,8 +7,8 @@ number (DESIGN.md §1). The status follows the contract (§4):
 - moved: one emitting site in the cited file, at another line;
 - wrong-file: one emitting site in another file (also when the row cites no site at all);
 - ambiguous: several emitting sites;
-- prose-only: no emitting site, but the literal survives in comments, docstrings or strings
-  nothing emits;
+- prose-only: no emitting site, but the literal survives in comments, docstrings, strings
+  nothing emits or calls not recognised as emitters (each place says which, see `prose`);
 - gone: nowhere.
 
 Several calls on one line count as one site (one place to cite). Reachability is per site:
@@ -18,11 +18,11 @@ runs from the round to the emitting call.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from rankguard.adapters.sources import SourceFile
+from rankguard.analysis.inventory.prose import Prose, find_prose
 from rankguard.analysis.inventory.sites import EmitSite
 from rankguard.analysis.inventory.table import Cited, Row
 from rankguard.analysis.inventory.templates import contains_literal
@@ -36,7 +36,7 @@ class Relocation:
     row: Row
     status: str
     sites: list[EmitSite]
-    prose: list[Cited] = field(default_factory=list)
+    prose: list[Prose] = field(default_factory=list)
     # Per site location: the chain from a round (None: not reachable); absent: not computed.
     chains: dict[tuple[str, int], list[Hop] | None] | None = None
 
@@ -61,43 +61,6 @@ def classify(cited: Cited | None, locations: Sequence[tuple[str, int]], prose: b
     if cited is None or path != cited.path:
         return "wrong-file"
     return "held" if line == cited.line else "moved"
-
-
-def _prose_pattern(literal: str) -> re.Pattern[bytes] | None:
-    """The literal as it may be wrapped in a comment or docstring: spaces may become a line
-    break followed by `#` or quotes; None when the literal has no inner whitespace."""
-    words = literal.split()
-    if len(words) < 2:
-        return None
-    return re.compile(rb"[\s#\"']+".join(re.escape(w.encode("utf-8")) for w in words))
-
-
-def _line_of(data: bytes, offset: int) -> int:
-    return data.count(b"\n", 0, offset) + 1
-
-
-def find_prose(
-    literal: str, files: Iterable[SourceFile], non_emitting: Iterable[EmitSite]
-) -> list[Cited]:
-    """Where the literal survives outside emitting calls: one byte search per file."""
-    found: set[Cited] = {
-        Cited(site.path, site.line)
-        for site in non_emitting
-        if contains_literal(site.parts, literal)
-    }
-    needle = literal.encode("utf-8")
-    pattern = _prose_pattern(literal)
-    first_word = literal.split()[0].encode("utf-8") if literal.split() else needle
-    for src in files:
-        data = src.data
-        pos = data.find(needle)
-        while pos >= 0:
-            found.add(Cited(src.path, _line_of(data, pos)))
-            pos = data.find(needle, pos + 1)
-        if pattern is not None and first_word in data:  # cheap prefilter before the regex
-            for match in pattern.finditer(data):
-                found.add(Cited(src.path, _line_of(data, match.start())))
-    return sorted(found)
 
 
 def relocate_rows(
