@@ -74,7 +74,7 @@ def relocate(
     rels = relocate_rows(
         inventory.rows, pinned.emitting, pinned.others, pinned.tree.files, across_fields
     )
-    cited = [row.cited.path for row in inventory.rows if row.cited is not None]
+    cited = [site.path for row in inventory.rows for site in row.sites]
     warnings = pin_warnings(pinned.repo, inventory.pin, pinned.commit, cited)
     warnings += [
         warning("module-name-clash", f"{clash.path}: {clash.message}", path=clash.path)

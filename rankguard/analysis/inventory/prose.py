@@ -43,9 +43,13 @@ class Prose:
             out["callee"] = self.callee
         return out
 
+    @property
+    def what(self) -> str:
+        r"""`comment`, `call \`parser.error\``: the kind, naming the callee when there is one."""
+        return f"{self.kind} `{self.callee}`" if self.callee else self.kind
+
     def __str__(self) -> str:
-        what = f"{self.kind} `{self.callee}`" if self.callee else self.kind
-        return f"{self.path}:{self.line} ({what})"
+        return f"{self.path}:{self.line} ({self.what})"
 
 
 def _prose_pattern(literal: str) -> re.Pattern[bytes] | None:

@@ -3,7 +3,7 @@
 A row is found again by its literal inside *emitting* calls at the pin, never by its line
 number (DESIGN.md §1). The status follows the contract (§4):
 
-- held: one emitting site, at the cited file and line;
+- held: one emitting site, at the cited file and line (at one of them, when a row cites several);
 - moved: one emitting site in the cited file, at another line;
 - wrong-file: one emitting site in another file (also when the row cites no site at all);
 - ambiguous: several emitting sites;
@@ -52,15 +52,17 @@ class Relocation:
         return any(chain is not None for chain in self.chains.values())
 
 
-def classify(cited: Cited | None, locations: Sequence[tuple[str, int]], prose: bool) -> str:
+def classify(cited: Sequence[Cited], locations: Sequence[tuple[str, int]], prose: bool) -> str:
+    """The row's status; a row citing several sites (a regenerated ambiguous row) holds when
+    its literal is now at one of them."""
     if not locations:
         return "prose-only" if prose else "gone"
     if len(locations) > 1:
         return "ambiguous"
-    path, line = locations[0]
-    if cited is None or path != cited.path:
-        return "wrong-file"
-    return "held" if line == cited.line else "moved"
+    found = Cited(*locations[0])
+    if found in cited:
+        return "held"
+    return "moved" if found.path in {c.path for c in cited} else "wrong-file"
 
 
 def relocate_rows(
@@ -76,7 +78,7 @@ def relocate_rows(
         sites = [s for s in emitting if contains_literal(s.parts, row.literal, across_fields)]
         prose = [] if sites else find_prose(row.literal, files, non_emitting)
         locations = sorted({s.location for s in sites})
-        out.append(Relocation(row, classify(row.cited, locations, bool(prose)), sites, prose))
+        out.append(Relocation(row, classify(row.sites, locations, bool(prose)), sites, prose))
     return out
 
 
