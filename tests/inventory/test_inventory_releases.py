@@ -19,6 +19,9 @@ from pathlib import Path
 import pytest
 
 from rankguard.analysis.inventory import read_inventory
+from rankguard.analysis.inventory.relocate import relocate_rows
+from rankguard.analysis.inventory.sites import EmitSite
+from rankguard.analysis.inventory.table import Cited, Row
 from rankguard.cli import main
 from tests.inventory.conftest import commit, git, line_of
 
@@ -171,3 +174,12 @@ def test_regenerated_table_round_trips_and_is_idempotent(tmp_path, releases, cap
     # Regenerating the regenerated table changes nothing.
     _, second = _regenerate(tmp_path, h, first, "second")
     assert second == first
+
+
+def test_citing_any_line_of_a_multiline_call_holds():
+    # An auditor cites the literal's own line inside a call spanning lines 10-13.
+    site = EmitSite("m.py", 10, "m.f", "logging", "logger.warning_once", ((False, "x y"),), 13)
+    for line, status in ((10, "held"), (12, "held"), (14, "moved"), (9, "moved")):
+        row = Row(1, "R1", "x y", Cited("m.py", line), {}, (Cited("m.py", line),))
+        (rel,) = relocate_rows([row], [site], [], [])
+        assert rel.status == status, line

@@ -3,7 +3,8 @@
 A row is found again by its literal inside *emitting* calls at the pin, never by its line
 number (DESIGN.md §1). The status follows the contract (§4):
 
-- held: one emitting site, at the cited file and line (at one of them, when a row cites several);
+- held: one emitting site, at the cited file and line (a line of the call; one of the sites,
+  when a row cites several);
 - moved: one emitting site in the cited file, at another line;
 - wrong-file: one emitting site in another file (also when the row cites no site at all);
 - ambiguous: several emitting sites;
@@ -52,17 +53,19 @@ class Relocation:
         return any(chain is not None for chain in self.chains.values())
 
 
-def classify(cited: Sequence[Cited], locations: Sequence[tuple[str, int]], prose: bool) -> str:
-    """The row's status; a row citing several sites (a regenerated ambiguous row) holds when
-    its literal is now at one of them."""
+def classify(cited: Sequence[Cited], sites: Sequence[EmitSite], prose: bool) -> str:
+    """The row's status. A site is cited by any line of its call (an auditor may cite the
+    literal's own line inside a call spanning several); a row citing several sites (a
+    regenerated ambiguous row) holds when its literal is now at one of them."""
+    locations = sorted({site.location for site in sites})
     if not locations:
         return "prose-only" if prose else "gone"
     if len(locations) > 1:
         return "ambiguous"
-    found = Cited(*locations[0])
-    if found in cited:
+    path = locations[0][0]
+    if any(c.path == path and s.line <= c.line <= s.end_line for c in cited for s in sites):
         return "held"
-    return "moved" if found.path in {c.path for c in cited} else "wrong-file"
+    return "moved" if path in {c.path for c in cited} else "wrong-file"
 
 
 def relocate_rows(
@@ -77,8 +80,7 @@ def relocate_rows(
     for row in rows:
         sites = [s for s in emitting if contains_literal(s.parts, row.literal, across_fields)]
         prose = [] if sites else find_prose(row.literal, files, non_emitting)
-        locations = sorted({s.location for s in sites})
-        out.append(Relocation(row, classify(row.sites, locations, bool(prose)), sites, prose))
+        out.append(Relocation(row, classify(row.sites, sites, bool(prose)), sites, prose))
     return out
 
 
