@@ -44,7 +44,8 @@ from rankguard.analysis.staleness.algebra import (
 from rankguard.analysis.staleness.terms import TermCatalog
 from rankguard.core.chains import Hop
 from rankguard.core.errors import ErrorRecord
-from rankguard.model.program import FunctionRecord, Program
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord
 from rankguard.summary.arith import FACT, FACT_VERSION, FnArith
 
 BUILTIN = "<builtin>."
