@@ -15,7 +15,8 @@ from typing import Any
 import libcst
 
 from rankguard.analysis.blocking import BlockingAnalysis
-from rankguard.analysis.rounds import CollectiveReach, Round, find_rounds
+from rankguard.analysis.collectives import CollectiveReach
+from rankguard.analysis.rounds import Round, find_rounds
 from rankguard.analysis.staleness import StalenessReport, staleness
 from rankguard.analysis.watchdog import Unwatched, find_unwatched
 from rankguard.catalogs.catalog import CollectiveCatalog, blocking_catalog, collective_catalog

@@ -281,7 +281,7 @@ class Flows:
         found = table.get((line, col))
         if found is not None:
             return found
-        from rankguard.model.program import Target
+        from rankguard.model.records import Target
 
         return tuple(Target(name) for name in self.p.resolve_target(qual, segs))
 
