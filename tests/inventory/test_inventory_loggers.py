@@ -94,7 +94,7 @@ def test_logger_imported_from_a_project_module(tmp_path: Path):
     )
     (tmp_path / "pkg/other.py").write_text("thing = object()\n")
     tree = read_directory(tmp_path)
-    summaries, errors = parse_all(tree.files, SummaryCache(None, ""), jobs=1)
+    summaries, errors = parse_all(tree.files, SummaryCache(None), jobs=1)
     assert errors == []
     emitting, others = collect_sites(tree.files, summaries, ())
     assert {s.template for s in emitting} == {"imported once", "relative import"}
