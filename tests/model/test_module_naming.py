@@ -73,3 +73,15 @@ def test_program_keeps_both_common_modules_without_errors(tmp_path: Path):
         assert {"proj.core.utils.common.a", "proj.core.layers.utils.common.b"} <= set(
             program.functions
         )
+
+
+def test_check_warns_of_a_clash_and_still_runs(tmp_path: Path, capsys):
+    from rankguard.cli import main
+
+    write_tree(tmp_path, {"pkg/__init__.py": "", "pkg/m.py": "", "pkg/m/__init__.py": ""})
+    (tmp_path / "pyproject.toml").write_text('[tool.rankguard]\nrounds = ["*.nothing"]\n')
+    for command in (["check", str(tmp_path)], ["graph", str(tmp_path)]):
+        main([*command, "--no-cache"])
+        err = capsys.readouterr().err
+        assert "warning: pkg/m.py: module pkg.m is pkg/m/__init__.py" in err, command
+        assert "already read" not in err
