@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from rankguard.catalogs.catalog import load_toml
+from rankguard.catalogs.loader import load_catalog
 from rankguard.core.errors import InputError
 
 _FILE = "rank_sources.toml"
-_ROW_KEYS = {"source": {"kind", "why", "match"}, "dimension": {"name", "aliases"}}
 _GROUP_SUFFIX = re.compile(
     r"(?:_(?:cpu|device|gloo|nccl|pynccl|process|comm|sync))*_(?:group|pg|comm|coordinator)$"
 )
@@ -31,27 +30,6 @@ class SourceKind:
     kind: str
     why: str
     match: tuple[str, ...]
-
-
-def _strings(value: Any, where: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise InputError(f"{where}: expected a list of strings, got {value!r}")
-    return tuple(value)
-
-
-def _rows(data: dict, table: str) -> list[dict]:
-    rows = data.get(table, [])
-    for index, row in enumerate(rows):
-        where = f"{_FILE}: [[{table}]] #{index + 1}"
-        if not isinstance(row, dict):
-            raise InputError(f"{where}: expected a table, got {row!r}")
-        unknown = set(row) - _ROW_KEYS.get(table, set(row))
-        if unknown:
-            raise InputError(f"{where}: unknown key(s) {sorted(unknown)}")
-        missing = _ROW_KEYS.get(table, set()) - set(row)
-        if missing:
-            raise InputError(f"{where}: missing key(s) {sorted(missing)}")
-    return rows
 
 
 @dataclass(frozen=True)
@@ -212,7 +190,7 @@ _COPIED = (
 )
 
 
-def _regexes(values: tuple[str, ...], where: str) -> tuple[re.Pattern[str], ...]:
+def _regexes(values: Iterable[str], where: str) -> tuple[re.Pattern[str], ...]:
     try:
         return tuple(re.compile(v) for v in values)
     except re.error as exc:
@@ -220,49 +198,39 @@ def _regexes(values: tuple[str, ...], where: str) -> tuple[re.Pattern[str], ...]
 
 
 def parse_rank_sources(data: dict) -> RankSourceCatalog:
-    """Validate the catalog's tables (every error names the table and row)."""
-    kinds = tuple(
-        SourceKind(
-            str(row["kind"]),
-            str(row["why"]),
-            _strings(row["match"], f"{_FILE}: [[source]] {row['kind']}"),
-        )
-        for row in _rows(data, "source")
-    )
-    rank = data.get("rank", {})
-    uniform = data.get("uniform", {})
-    placement = data.get("placement", {})
-    aliases: dict[str, str] = {}
-    names = set()
-    for row in _rows(data, "dimension"):
-        names.add(row["name"])
-        for alias in _strings(row["aliases"], f"{_FILE}: [[dimension]] {row['name']}"):
-            aliases[alias] = str(row["name"])
+    """Build the catalog from its tables (their shape is checked by the schema; what a schema
+    cannot say, a bad regular expression or an unknown grid dimension, is checked here)."""
+    rank, uniform = data.get("rank", {}), data.get("uniform", {})
+    placement, containers = data.get("placement", {}), data.get("containers", {})
+    aliases = {a: row["name"] for row in data.get("dimension", []) for a in row["aliases"]}
+    names = {row["name"] for row in data.get("dimension", [])}
     grids = []
     for index, row in enumerate(data.get("grid", [])):
-        axes = _strings(row.get("axes"), f"{_FILE}: [[grid]] #{index + 1} axes")
-        unknown = [a for a in (*axes, row.get("of")) if a not in names]
+        unknown = [a for a in (*row["axes"], row["of"]) if a not in names]
         if unknown:
             raise InputError(f"{_FILE}: [[grid]] #{index + 1}: unknown dimension(s) {unknown}")
-        grids.append((str(row["of"]), axes))
+        grids.append((row["of"], tuple(row["axes"])))
 
-    def listed(table: dict, key: str, name: str) -> tuple[str, ...]:
-        return _strings(table.get(key, []), f"{_FILE}: [{name}] {key}")
+    def words(table: dict, key: str) -> frozenset[str]:
+        return frozenset(table.get(key, ()))
 
     return RankSourceCatalog(
-        kinds=kinds,
-        rank_calls=_regexes(listed(rank, "calls", "rank"), f"{_FILE}: [rank] calls"),
-        rank_names=_regexes(listed(rank, "names", "rank"), f"{_FILE}: [rank] names"),
-        peers=frozenset(listed(rank, "peers", "rank")),
-        rank_environment=frozenset(listed(rank, "environment", "rank")),
-        uniform_calls=_regexes(listed(uniform, "calls", "uniform"), f"{_FILE}: [uniform] calls"),
-        placement_keywords=frozenset(listed(placement, "keywords", "placement")),
-        placement_methods=frozenset(listed(placement, "methods", "placement")),
-        placement_calls=frozenset(listed(placement, "calls", "placement")),
-        feeders=frozenset(listed(data.get("containers", {}), "feeders", "containers")),
-        size_methods=frozenset(listed(data.get("containers", {}), "sizes", "containers")),
-        measures=frozenset(listed(data.get("containers", {}), "measures", "containers")),
-        placement_attributes=frozenset(listed(placement, "attributes", "placement")),
+        kinds=tuple(
+            SourceKind(row["kind"], row["why"], tuple(row["match"]))
+            for row in data.get("source", [])
+        ),
+        rank_calls=_regexes(rank.get("calls", ()), f"{_FILE}: [rank] calls"),
+        rank_names=_regexes(rank.get("names", ()), f"{_FILE}: [rank] names"),
+        peers=words(rank, "peers"),
+        rank_environment=words(rank, "environment"),
+        uniform_calls=_regexes(uniform.get("calls", ()), f"{_FILE}: [uniform] calls"),
+        placement_keywords=words(placement, "keywords"),
+        placement_methods=words(placement, "methods"),
+        placement_calls=words(placement, "calls"),
+        feeders=words(containers, "feeders"),
+        size_methods=words(containers, "sizes"),
+        measures=words(containers, "measures"),
+        placement_attributes=words(placement, "attributes"),
         aliases=aliases,
         grids=tuple(grids),
     )
@@ -271,8 +239,8 @@ def parse_rank_sources(data: dict) -> RankSourceCatalog:
 @cache
 def rank_source_catalog() -> RankSourceCatalog:
     """The shipped catalog plus the shared driver terms (`driver_terms.toml`)."""
-    catalog = parse_rank_sources(load_toml(_FILE))
-    terms = load_toml("driver_terms.toml").get("term", [])
+    catalog = parse_rank_sources(load_catalog("rank_sources"))
+    terms = load_catalog("driver_terms")["term"]
     return catalog.with_driver_terms(
         [p for term in terms for p in (*term.get("match", []), term.get("name", "")) if p]
     )

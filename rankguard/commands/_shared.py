@@ -21,9 +21,16 @@ def load_config(args: argparse.Namespace, start: Path) -> Config:
 
 def load_from_path(args: argparse.Namespace, path: Path) -> tuple[Config, Program]:
     config = load_config(args, path)
-    cache = make_cache(config, args.cache_dir, enabled=not args.no_cache)
+    cache = make_cache(args.cache_dir, enabled=not args.no_cache)
     tree = read_directory(path, config.exclude)
+    print_warnings(tree.warnings)
     return config, load_program(tree, config, cache)
+
+
+def print_warnings(warnings: list[ErrorRecord]) -> None:
+    """Things the run works around (two files Python imports under one name), on stderr."""
+    for warning in warnings:
+        print(f"rankguard: warning: {warning.path}: {warning.message}", file=sys.stderr)
 
 
 def emit_json(payload: dict[str, Any], out=None) -> None:

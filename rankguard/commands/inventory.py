@@ -87,7 +87,7 @@ def _destination(args: argparse.Namespace, inv: Inventory) -> Path | None:
 def _load(args: argparse.Namespace) -> tuple[Inventory, pipeline.Pinned, object]:
     config = load_config(args, args.repo)
     inv = read_inventory(args.inventory)
-    cache = make_cache(config, args.cache_dir, enabled=not args.no_cache)
+    cache = make_cache(args.cache_dir, enabled=not args.no_cache)
     return inv, pipeline.load_pinned(args.repo, args.pin, config, cache), config
 
 
@@ -109,7 +109,7 @@ def run_relocate(args: argparse.Namespace) -> int:
                 emit_json(render.relocate_json(outcome), handle)
     else:
         write_output(render.regenerate_markdown(inv, outcome), destination)
-        for line in render.relocate_text_warnings(outcome):
+        for line in render.relocate_text_changes(outcome) + render.relocate_text_warnings(outcome):
             print(line, file=sys.stderr)
     print_errors(outcome.errors)
     return _exit(outcome)

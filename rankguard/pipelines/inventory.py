@@ -18,9 +18,10 @@ from rankguard.analysis.inventory.relocate import Relocation, attach_reachabilit
 from rankguard.analysis.inventory.sites import EmitSite, collect_sites
 from rankguard.analysis.inventory.table import Inventory
 from rankguard.analysis.inventory.templates import line_matchers
+from rankguard.analysis.reach import match_rounds, reach_from
 from rankguard.core.config import Config
 from rankguard.core.errors import ErrorRecord
-from rankguard.model.load import paused_gc
+from rankguard.model.load import paused_gc, program_from_summaries
 from rankguard.pipelines.inventory_pins import pin_warnings, warning
 from rankguard.summary import emissions as _emissions  # noqa: F401  (registers the extractor)
 from rankguard.summary.ir import FileSummary
@@ -74,8 +75,12 @@ def relocate(
     rels = relocate_rows(
         inventory.rows, pinned.emitting, pinned.others, pinned.tree.files, across_fields
     )
-    cited = [row.cited.path for row in inventory.rows if row.cited is not None]
+    cited = [site.path for row in inventory.rows for site in row.sites]
     warnings = pin_warnings(pinned.repo, inventory.pin, pinned.commit, cited)
+    warnings += [
+        warning("module-name-clash", f"{clash.path}: {clash.message}", path=clash.path)
+        for clash in pinned.tree.warnings
+    ]
     errors = sorted({*inventory.errors, *pinned.errors})
     if reach and any(rel.sites for rel in rels):
         chains, model_errors = _reach(pinned, config, rounds or config.rounds)
@@ -91,8 +96,6 @@ def relocate(
 
 def _reach(pinned: Pinned, config: Config, patterns: Sequence[str]):
     """Chains from the rounds to every reachable function, or None when no round matches."""
-    from rankguard.analysis.reach import match_rounds, reach_from
-    from rankguard.model.load import program_from_summaries
 
     parse_errors = [e for e in pinned.errors if e not in pinned.tree.errors]
     program = program_from_summaries(pinned.tree, pinned.summaries, parse_errors, pinned.cache)

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 import pytest
 
+from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.reach import match_rounds
-from rankguard.analysis.rounds import CollectiveReach
 from rankguard.analysis.uniformity import find_divergent_calls
 from rankguard.catalogs.catalog import collective_catalog
 from rankguard.catalogs.rank_sources import rank_source_catalog

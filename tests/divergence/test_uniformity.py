@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.reach import match_rounds
-from rankguard.analysis.rounds import CollectiveReach
 from rankguard.analysis.uniformity import find_divergent_calls
 from rankguard.catalogs.catalog import collective_catalog
 from rankguard.core.config import Config

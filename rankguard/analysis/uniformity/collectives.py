@@ -20,15 +20,16 @@ default group (`world`) when it passes none, unknown (None) when it passes one w
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import cached_property
 
+from rankguard.analysis.collectives import CollectiveReach, CollectiveSite, Event
 from rankguard.analysis.reach import followed
-from rankguard.analysis.rounds import CollectiveReach, CollectiveSite
 from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.core.chains import Hop
-from rankguard.model.program import FunctionRecord, Program, walk_calls, walk_statements
-from rankguard.summary.ir import CallSite, Stmt
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord
+from rankguard.summary.ir import CallSite, Stmt, walk_calls, walk_statements
 
 Reached = list[tuple[CollectiveSite, list[Hop]]]
 _FALSE = frozenset({"False", "None", "0", "0.0", "''", '""'})
@@ -79,11 +80,11 @@ class CollectiveCalls:
             key = (callee.qualname, frozenset(constants.items()))
             if key not in self._pruned:
                 calls = list(_feasible_calls(callee.info.body, constants))
-                self._pruned[key] = self.reach.sites_of_calls(callee, calls, frozenset())[0]
+                self._pruned[key] = _pairs(self.reach.events_of_calls(callee, calls))
             edge = "fallback" if target.kind == "fallback" else target.via
             hop = Hop(record.qualname, record.path, call.line, edge)
             out.extend((site, [hop, *chain]) for site, chain in self._pruned[key])
-        found, _ = self.reach.sites_of_calls(record, [call], frozenset())
+        found = _pairs(self.reach.events_of_calls(record, [call]))
         out.extend(
             (site, chain)
             for site, chain in found
@@ -227,6 +228,10 @@ class CollectiveCalls:
             for name, dims in found.items()
             if len(dims) == 1 and (dim := next(iter(dims))) is not None
         }
+
+
+def _pairs(events: Iterable[Event]) -> Reached:
+    return [(event.site, list(event.chain)) for event in events]
 
 
 def _test_of(stmt: Stmt) -> tuple[str, bool] | None:

@@ -6,13 +6,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rankguard.analysis.collectives import CollectiveReach, CollectiveSite
 from rankguard.analysis.reach import reach_from
-from rankguard.analysis.rounds import CollectiveReach, CollectiveSite
 from rankguard.analysis.uniformity.flow import Sourced, UniformityFlow
 from rankguard.analysis.uniformity.guards import Guard, GuardWalker, tail_after
 from rankguard.catalogs.rank_sources import configured_driver_patterns, rank_source_catalog
 from rankguard.core.chains import Hop, chain_json
-from rankguard.model.program import FunctionRecord, Program
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CallSite, Stmt
 
 

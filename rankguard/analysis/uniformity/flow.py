@@ -17,14 +17,14 @@ from collections.abc import Collection, Iterable, Iterator
 
 import networkx as nx
 
+from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.reach import FOLLOWED
-from rankguard.analysis.rounds import CollectiveReach
 from rankguard.analysis.uniformity.collectives import CollectiveCalls
 from rankguard.analysis.uniformity.lattice import FunctionFlow, Label, Labels, Node, Source, Step
 from rankguard.analysis.uniformity.transfer import Walker
 from rankguard.catalogs.rank_sources import RankSourceCatalog
-from rankguard.model.program import Program, walk_statements
-from rankguard.summary.ir import CALL, SUBSCRIPT, Stmt
+from rankguard.model.program import Program
+from rankguard.summary.ir import CALL, SUBSCRIPT, Stmt, walk_statements
 
 _MAX_SOURCES = 8
 Sourced = list[tuple[Source, tuple[Step, ...]]]

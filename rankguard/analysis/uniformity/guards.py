@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from rankguard.analysis.uniformity.flow import UniformityFlow
-from rankguard.model.program import FunctionRecord
+from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CallSite, Stmt
 
 _MAX_PATHS = 32

@@ -24,8 +24,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Protocol
 
+from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.reach import followed
-from rankguard.analysis.rounds import CollectiveReach
 from rankguard.analysis.uniformity.collectives import CollectiveCalls, bound
 from rankguard.analysis.uniformity.lattice import (
     MAX_STEPS,
@@ -40,7 +40,8 @@ from rankguard.analysis.uniformity.lattice import (
     through,
 )
 from rankguard.catalogs.rank_sources import RankSourceCatalog
-from rankguard.model.program import FunctionRecord, Program
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT, CallSite, Operand, Segs, Stmt, segs_text
 
 _MAX_CLASSES = 12
