@@ -14,6 +14,8 @@ from typing import Any
 from rankguard.catalogs.catalog import load_toml
 from rankguard.core.errors import InputError
 
+ERRS = ("large", "small", "either")
+
 
 @dataclass(frozen=True)
 class TermSpec:
@@ -23,11 +25,24 @@ class TermSpec:
     fields: tuple[str, ...] = ()  # the record attributes that are terms (NVML: free, used)
     reason: str = ""
     configured: bool = False
+    errs: str = "large"  # which way a stale reading errs: large | small | either
+    field_errs: tuple[tuple[str, str], ...] = ()
+
+    def errs_of(self, field: str | None = None) -> str:
+        return dict(self.field_errs).get(field, self.errs) if field else self.errs
 
 
 @dataclass(frozen=True)
 class TermCatalog:
     specs: tuple[TermSpec, ...]
+    not_budget_calls: frozenset[str] = frozenset()
+    not_budget_stores: tuple[str, ...] = ()
+
+    def not_budget_call(self, last_name: str) -> bool:
+        return last_name in self.not_budget_calls
+
+    def not_budget_store(self, name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, pat) for pat in self.not_budget_stores)
 
     def match(self, callee: str) -> TermSpec | None:
         for spec in self.specs:
@@ -48,6 +63,12 @@ def _spec(entry: dict[str, Any], configured: bool, origin: str) -> TermSpec:
     fields = entry.get("fields", ())
     if isinstance(fields, str) or not all(isinstance(f, str) for f in fields):
         raise InputError(f"{origin}: driver term {entry!r}: `fields` must be a list of names")
+    errs = entry.get("errs", "large")
+    field_errs = entry.get("field-errs", {})
+    if errs not in ERRS or not isinstance(field_errs, dict):
+        raise InputError(f"{origin}: driver term {entry!r}: `errs` must be one of {ERRS}")
+    if any(v not in ERRS for v in field_errs.values()):
+        raise InputError(f"{origin}: driver term {entry!r}: `field-errs` values must be {ERRS}")
     return TermSpec(
         str(entry.get("name") or patterns[0]),
         tuple(patterns),
@@ -55,6 +76,8 @@ def _spec(entry: dict[str, Any], configured: bool, origin: str) -> TermSpec:
         tuple(fields),
         str(entry.get("reason", "")),
         configured,
+        errs,
+        tuple(sorted(field_errs.items())),
     )
 
 
@@ -64,6 +87,11 @@ def term_catalog(configured: tuple[Any, ...] = ()) -> TermCatalog:
     for item in configured:
         entry = {"match": [item], "name": item} if isinstance(item, str) else dict(item)
         specs.append(_spec(entry, True, "config driver-terms"))
-    for entry in load_toml("driver_terms.toml")["term"]:
+    data = load_toml("driver_terms.toml")
+    for entry in data["term"]:
         specs.append(_spec(entry, False, "driver_terms.toml"))
-    return TermCatalog(tuple(specs))
+    sinks = data.get("consumers", {})
+    calls, stores = sinks.get("not-budget-calls", []), sinks.get("not-budget-stores", [])
+    if not all(isinstance(v, str) for v in [*calls, *stores]):
+        raise InputError("driver_terms.toml: [consumers] lists must hold names")
+    return TermCatalog(tuple(specs), frozenset(calls), tuple(stores))
