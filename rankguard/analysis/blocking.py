@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.precision import (
     CPU,
     DEVICE,
@@ -40,7 +41,7 @@ from rankguard.analysis.precision import (
     timeout_clear,
 )
 from rankguard.analysis.reach import followed
-from rankguard.analysis.rounds import CollectiveSite, Round
+from rankguard.analysis.rounds import Round
 from rankguard.catalogs.caching import caching_catalog
 from rankguard.catalogs.catalog import BlockingCatalog, BlockingEntry, CollectiveCatalog
 from rankguard.core.chains import Hop
