@@ -43,7 +43,7 @@ from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT
 
 FACT = "arith"
 # Bump when the shape of the fact changes: the audit re-extracts facts with another version.
-FACT_VERSION = 2
+FACT_VERSION = 3
 
 _OPS = {
     ast.Add: "+",
@@ -183,6 +183,10 @@ class _Converter:
             elt = node.value if isinstance(node, ast.DictComp) else node.elt
             gens = tuple((target(g.target), self.expr(g.iter)) for g in node.generators)
             return ("k", self.expr(elt), gens)
+        if isinstance(node, ast.Lambda):
+            # A callable passed on (`get_budget=lambda: self._budget(dev)`) stands for what it
+            # returns when called, evaluated where it is written (its closure).
+            return self.expr(node.body)
         if isinstance(node, (ast.Await, ast.Starred)):
             return self.expr(node.value)
         if isinstance(node, ast.NamedExpr):
@@ -247,6 +251,10 @@ def _events(
         elif isinstance(node, ast.Return):
             if node.value is not None:
                 out.append(("ret", line, conv.expr(node.value)))
+                test, admits = _unnegated(node.value)
+                if isinstance(test, (ast.Compare, ast.BoolOp)):
+                    # A predicate's verdict (`return est <= budget`): an admission test.
+                    out.append(("?", line, conv.expr(test), admits))
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             out.append(("=", line, (target(node.target),), ("i", conv.expr(node.iter), None), None))
         elif isinstance(node, (ast.With, ast.AsyncWith)):
@@ -261,15 +269,21 @@ def _events(
             if value != NONE:
                 out.append(("ev", line, value))
         elif isinstance(node, (ast.If, ast.While, ast.Assert)):
-            test, admits = node.test, 1
-            while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-                test, admits = test.operand, -admits
+            test, admits = _unnegated(node.test)
             if isinstance(node, ast.If) and _rejects(node.body):
                 admits = -admits
             out.append(("?", line, conv.expr(test), admits))
     out.extend(conv.extra)
     conv.extra = []
     return [e for e in out if e[0] not in ("ev", "?") or _carries(e[2])]
+
+
+def _unnegated(test: ast.expr) -> tuple[ast.expr, int]:
+    """The test under any `not`, and -1 when an odd number of them flips it."""
+    admits = 1
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, admits = test.operand, -admits
+    return test, admits
 
 
 def _rejects(body: list[ast.stmt]) -> bool:
@@ -281,6 +295,22 @@ def _rejects(body: list[ast.stmt]) -> bool:
         value = last.value
         return value is None or (isinstance(value, ast.Constant) and not value.value)
     return False
+
+
+def _class_attributes(cls: ast.ClassDef, conv: _Converter) -> list[tuple[Any, ...]]:
+    """Class-level values as stores into `Cls.attr` (evaluated with the module's code): a
+    dataclass `field(default_factory=...)` or a shared dict is what every instance reads."""
+    out: list[tuple[Any, ...]] = []
+    for node in cls.body:
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        value = conv.expr(node.value)
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        if names and _carries(value):
+            patterns = tuple(("r", (cls.name, name)) for name in names)
+            out.append(("=", node.lineno, patterns, value, None))
+    return out
 
 
 def _carries(expr: Expr) -> bool:
@@ -323,6 +353,9 @@ class _Collector:
         conv = _Converter(self.consts)
         body = [n for n in tree.body if not isinstance(n, ast.ClassDef)]
         events = _events(body, conv, {})
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                events.extend(_class_attributes(node, conv))
         self.functions[""] = FnArith((), tuple(events))
         self.scope(tree.body, "")
 

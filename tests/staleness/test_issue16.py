@@ -298,3 +298,51 @@ def test_design_four_row_table_with_every_term_cached(analyse) -> None:
     # The accumulation itself adds the fresh reading: a row, uncached, no verdict.
     (accumulation,) = [r for r in report.rows if r not in consumers]
     assert (accumulation.operation, accumulation.verdict) == ("added", "n/a")
+
+
+def test_budget_passed_as_a_lambda_and_a_returned_comparison(analyse) -> None:
+    """sglang's MQA logits shape: a dict memo read through a callable handed to a predicate."""
+    src = """
+    import torch
+    def budget_bytes(fraction, cap):
+        free_mem, _ = torch.cuda.mem_get_info()
+        return min(int(free_mem * fraction), cap)
+    def should_chunk(rows, get_budget_bytes):
+        return rows * 4 > get_budget_bytes()
+    class Indexer:
+        _budget: dict = {}
+        def _get_budget(self, dev):
+            hit = self._budget.get(dev)
+            if hit is not None:
+                return hit
+            value = budget_bytes(0.5, 1 << 30)
+            self._budget[dev] = value
+            return value
+        def forward(self, rows, dev):
+            return should_chunk(rows, get_budget_bytes=lambda: self._get_budget(dev))
+    """
+    got = _rows(analyse({"pkg/m.py": src}))
+    # A larger (stale) budget makes `rows * 4 > budget` false more often: fewer chunks.
+    assert ("mem_get_info", "should_chunk", "compared", "narrows", "memo", "safe") in got
+
+
+def test_dataclass_default_factory_with_functools_cache_call(analyse) -> None:
+    src = """
+    from dataclasses import dataclass, field
+    from functools import cache
+    import torch
+    def free_runs(pool):
+        total = 0
+        for seg in torch.cuda.memory_snapshot():
+            total += seg["total_size"] - seg["allocated_size"]
+        return total
+    @dataclass
+    class State:
+        runs: object = field(default_factory=lambda: cache(free_runs))
+    def borrow(state: State, need):
+        if need <= state.runs(0):
+            return True
+        return False
+    """
+    got = _rows(analyse({"pkg/m.py": src}))
+    assert ("memory_snapshot", "borrow", "compared", "widens", "cache", "unsafe") in got

@@ -69,13 +69,17 @@ def test_operator(analyse, expr: str, operation: str) -> None:
         "min(free, other)",
         "free // 2",
         "len(str(free)) + base",
-        "free > base",
         "base + free % 7",
     ],
 )
 def test_no_additive_consumer_no_row(analyse, expr: str) -> None:
-    """Returns, `min`, `//`, returned comparisons, text and remainders make no consumer."""
+    """Returns, `min`, `//`, text and remainders make no consumer."""
     assert _one(analyse, expr) == []
+
+
+def test_returned_comparison_is_an_admission_test(analyse) -> None:
+    """A predicate (`return free > base`): true lets work through; larger free admits more."""
+    assert _one(analyse, "free > base") == [(FREE, "compared", "widens", "n/a")]
 
 
 def test_total_element_is_not_a_term(analyse) -> None:

@@ -88,6 +88,10 @@ class CallEvaluator:
     def call(self, frame: Frame, node: Any) -> Val:
         _, segs, arg_nodes, kw_nodes, line, col, recv_node = node
         targets = self.call_targets(frame.qual, line, col, segs)
+        if targets and all(t.kind == "callback" for t in targets):
+            # A call written inside a lambda is a callback edge to the model; the lambda
+            # stands for its result here (see the `arith` fact), so the call is made.
+            targets = tuple(t._replace(kind="call") for t in targets)
         hop = Hop(frame.qual, frame.path, line)
         for target in targets:
             if target.kind == "callback":
@@ -144,12 +148,12 @@ class CallEvaluator:
             return EMPTY
         if not receiver.empty and method in PRESERVING_METHODS:
             return receiver.flat()
-        if receiver.empty and segs and "()" not in segs and "[]" not in segs:
-            # Calling a kept callable (`trapped = functools.cache(walk)`, then `trapped()`):
-            # the value it was bound to stands for what it returns.
+        if without_params(receiver).empty and segs and "()" not in segs and "[]" not in segs:
+            # Calling a kept callable (`trapped = functools.cache(walk)`, then `trapped()`, a
+            # lambda passed as `get_budget`): the value it was bound to stands for its result.
             held = self.ref(frame, segs)
             if not held.empty:
-                return held.flat()
+                return join(held.flat(), every.unknown())
         return join(receiver, every).unknown()
 
     def cache_wrapper(self, frame: Frame, targets, arg_nodes, line: int, hop: Hop) -> Val | None:

@@ -7,6 +7,7 @@ extends, and the fixpoint itself is `Flows` (flow.py).
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 from rankguard.analysis.staleness.algebra import (
@@ -38,6 +39,7 @@ class Evaluator(CallEvaluator):
         self.catalog = catalog
         self.cadence = tuple(getattr(config, "cadence_helpers", ()) or ())
         self.caching = caching_catalog()
+        self.callers_by_name: dict[str, set[str]] = defaultdict(set)
         self.facts, self.errors = load_facts(program)
         self.resolver = program.resolver
         self.param_in: dict[str, dict[str, Val]] = {}

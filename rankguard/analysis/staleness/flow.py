@@ -74,9 +74,13 @@ class Flows(Evaluator, ConsumerRows):
         return found
 
     def readers(self) -> tuple[dict[str, set[str]], dict[tuple[str, str], set[str]]]:
-        """Functions that read an attribute (by name) or a module global (by module, name)."""
+        """Functions that read an attribute (by name) or a module global (by module, name).
+
+        Also fills `self.callers_by_name`: the functions with a call whose last name is the key,
+        for calls the call graph misses (inside a lambda, a class body)."""
         attrs: dict[str, set[str]] = defaultdict(set)
         names: dict[tuple[str, str], set[str]] = defaultdict(set)
+        calls = self.callers_by_name
         for qual, record in self.p.functions.items():
             facts = self.fn_facts(qual)
             if facts is None:
@@ -93,11 +97,16 @@ class Flows(Evaluator, ConsumerRows):
                         names[(record.module, segs[0])].add(qual)
                     elif node[0] == "a":
                         attrs[node[2]].add(qual)
+                    if node[0] == "c" and node[1]:
+                        calls[node[1][-1]].add(qual)
         return attrs, names
 
     def run(self) -> Analysis:
-        relevant = self.seeds()
         attr_readers, global_readers = self.readers()
+        relevant = self.seeds()
+        wrapper_names = {name.rsplit(".", 1)[-1] for name in self.caching.wrappers}
+        for name in sorted(wrapper_names):  # `cache(fn)` where the call graph has no edge
+            relevant |= self.callers_by_name.get(name, set())
         graph = self.p.graph
         rounds = 0
         while rounds < _MAX_ROUNDS:
@@ -140,6 +149,7 @@ class Flows(Evaluator, ConsumerRows):
                 info = self.p.functions[qual].info
                 if {d[-1] for d in info.decorators if d} & {"property", "cached_property"}:
                     grown |= attr_readers.get(info.name, set())  # read as an attribute
+                grown |= self.callers_by_name.get(info.name, set())
                 if qual in graph:
                     for caller, _, data in graph.in_edges(qual, data=True):
                         if data.get("kind") != "callback":
