@@ -346,3 +346,17 @@ def test_dataclass_default_factory_with_functools_cache_call(analyse) -> None:
     """
     got = _rows(analyse({"pkg/m.py": src}))
     assert ("memory_snapshot", "borrow", "compared", "widens", "cache", "unsafe") in got
+
+
+def test_values_appended_to_a_kept_list(analyse) -> None:
+    src = """
+    import torch
+    class Sampler:
+        def sample(self):
+            self.history.append(torch.cuda.mem_get_info()[0])
+        def budget(self, used):
+            return max(self.history) - used
+    """
+    assert _rows(analyse({"pkg/m.py": src})) == [
+        ("mem_get_info", "budget", "added", "widens", "list", "unsafe")
+    ]

@@ -121,13 +121,8 @@ def test_codemod_output_is_rechecked(tmp_path: Path) -> None:
     assert _nested_stamps(root) == []
 
 
-MODULE_LOOP = """
-import contextlib
-from pkg.comm import broadcast_pyobj
-
-def fetch(buf):
-    return broadcast_pyobj(buf)
-
+# A round loop whose `self` has the hook; `call` is what it calls each round.
+LOOP = """
 class Loop:
     @contextlib.contextmanager
     def on_blocked_recv(self, name):
@@ -135,15 +130,24 @@ class Loop:
 
     def event_loop(self):
         while True:
-            reqs = fetch(self.buf)
+            reqs = {call}
 """
+
+MODULE_LOOP = """
+import contextlib
+from pkg.comm import broadcast_pyobj
+
+def fetch(buf):
+    return broadcast_pyobj(buf)
+
+""" + LOOP.format(call="fetch(self.buf)")
 
 
 def test_only_the_round_loop_can_hold_it(tmp_path: Path) -> None:
     root = _tree(tmp_path, {"pkg/comm.py": COMM, "pkg/loop.py": MODULE_LOOP})
     (finding,) = _findings(root)
     assert finding["function"] == "pkg.loop.Loop.event_loop"
-    assert (finding["path"], finding["line"]) == ("pkg/loop.py", 14)
+    assert (finding["path"], finding["line"]) == ("pkg/loop.py", 15)
     assert "only the round loop can hold" in finding["message"]
     _run("fix", "stamp-watchdog", str(root), "--write")
     assert _findings(root) == []
@@ -160,15 +164,7 @@ def pull(loop):
         dist.recv(loop.buf, src=0)
     return broadcast_pyobj(loop.buf)
 
-class Loop:
-    @contextlib.contextmanager
-    def on_blocked_recv(self, name):
-        yield
-
-    def event_loop(self):
-        while True:
-            reqs = pull(self)
-"""
+""" + LOOP.format(call="pull(self)")
 
 
 def test_never_around_a_call_whose_callee_holds_a_stamped_wait(tmp_path: Path) -> None:

@@ -73,6 +73,8 @@ DROPPING_METHODS = frozenset(
     | {"join", "split", "startswith", "endswith", "append", "extend", "add", "update", "keys"}
     | {"items", "is_alive", "numel", "dim", "size", "write", "put", "put_nowait", "set"}
 )
+# Methods that put a value into the container they are called on.
+KEEPING_METHODS = frozenset({"append", "appendleft", "extend", "insert", "add"})
 NON_VALUE_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad"})
 
 
@@ -144,6 +146,13 @@ class CallEvaluator:
         elif len(segs) > 1 and "()" not in segs and "[]" not in segs and segs[0] != "super()":
             receiver = self.ref(frame, segs[:-1]) if segs[:-1] != (frame.me,) else EMPTY
         method = segs[-1] if segs else ""
+        if method in KEEPING_METHODS and recv_node is None and len(segs) > 1:
+            # `self.history.append(free)`: the list outlives the call; what it holds is read
+            # back later, stale. (A local list is a local: `store` leaves it alone.)
+            where = ".".join(segs[:-1])
+            tag = ("list", f"{method} to `{where}`", where)
+            self.store(frame, segs[:-1], every.flat(), line, tag)
+            return EMPTY
         if method in DROPPING_METHODS:
             return EMPTY
         if not receiver.empty and method in PRESERVING_METHODS:
