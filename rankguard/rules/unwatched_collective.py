@@ -94,8 +94,15 @@ class UnwatchedCollective(Rule):
         Valid(_loop("self.sync()")),
     ]
     INVALID: ClassVar[list[Example]] = [
-        # A collective wrapper called bare in the round.
-        Invalid(_loop("self.sync()  # expect"), **_HOOKS),
+        # A collective called bare in the round.
+        Invalid(_loop("dist.barrier()  # expect"), **_HOOKS),
+        # A wrapper whose `self` has the hook: the stamp goes around the wait inside it.
+        Invalid(
+            _loop(
+                "self.reduce()", extra="    def reduce(self):\n        dist.barrier()  # expect\n\n"
+            ),
+            **_HOOKS,
+        ),
         # A point-to-point receive and a blocking socket receive.
         Invalid(
             _loop(
