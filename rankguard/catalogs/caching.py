@@ -7,10 +7,7 @@ import fnmatch
 from dataclasses import dataclass
 from functools import cache
 
-from rankguard.catalogs.catalog import load_toml
-from rankguard.core.errors import InputError
-
-_KEYS = {"decorators", "wrappers", "start-up"}
+from rankguard.catalogs.loader import load_catalog
 
 
 @dataclass(frozen=True)
@@ -27,21 +24,9 @@ class CachingCatalog:
         return any(fnmatch.fnmatchcase(function_name, pat) for pat in self.start_up)
 
 
-def _names(data: dict, key: str) -> list[str]:
-    value = data.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise InputError(f"caching.toml: `{key}` must be a list of names")
-    return value
-
-
 @cache
 def caching_catalog() -> CachingCatalog:
-    data = load_toml("caching.toml")
-    unknown = set(data) - _KEYS
-    if unknown:
-        raise InputError(f"caching.toml: unknown key(s) {sorted(unknown)}")
+    data = load_catalog("caching")  # validated against schemas/caching.schema.json
     return CachingCatalog(
-        frozenset(_names(data, "decorators")),
-        frozenset(_names(data, "wrappers")),
-        tuple(_names(data, "start-up")),
+        frozenset(data["decorators"]), frozenset(data["wrappers"]), tuple(data["start-up"])
     )

@@ -13,7 +13,8 @@ from typing import Any
 
 from rankguard.analysis.staleness.algebra import EMPTY, Val
 from rankguard.core.errors import ErrorRecord
-from rankguard.model.program import FunctionRecord, Program
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord
 from rankguard.summary.arith import FACT, FACT_VERSION, FnArith
 
 

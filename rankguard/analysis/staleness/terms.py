@@ -11,10 +11,7 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
-from rankguard.catalogs.catalog import load_toml
-from rankguard.core.errors import InputError
-
-ERRS = ("large", "small", "either")
+from rankguard.catalogs.loader import check_entry, load_catalog
 
 
 @dataclass(frozen=True)
@@ -52,23 +49,12 @@ class TermCatalog:
 
 
 def _spec(entry: dict[str, Any], configured: bool, origin: str) -> TermSpec:
-    patterns = entry.get("match") or entry.get("pattern") or entry.get("name")
-    if isinstance(patterns, str):
-        patterns = [patterns]
-    if not patterns or not all(isinstance(p, str) for p in patterns):
-        raise InputError(f"{origin}: driver term {entry!r} needs `name` or `match` patterns")
+    check_entry("driver_terms", entry, origin)
+    patterns = entry.get("match") or [entry.get("pattern") or entry["name"]]
     element = entry.get("element")
-    if element is not None and not isinstance(element, int):
-        raise InputError(f"{origin}: driver term {entry!r}: `element` must be an integer")
     fields = entry.get("fields", ())
-    if isinstance(fields, str) or not all(isinstance(f, str) for f in fields):
-        raise InputError(f"{origin}: driver term {entry!r}: `fields` must be a list of names")
-    errs = entry.get("errs", "large")
+    errs = entry.get("errs", "large")  # the schema holds it to large | small | either
     field_errs = entry.get("field-errs", {})
-    if errs not in ERRS or not isinstance(field_errs, dict):
-        raise InputError(f"{origin}: driver term {entry!r}: `errs` must be one of {ERRS}")
-    if any(v not in ERRS for v in field_errs.values()):
-        raise InputError(f"{origin}: driver term {entry!r}: `field-errs` values must be {ERRS}")
     return TermSpec(
         str(entry.get("name") or patterns[0]),
         tuple(patterns),
@@ -87,11 +73,9 @@ def term_catalog(configured: tuple[Any, ...] = ()) -> TermCatalog:
     for item in configured:
         entry = {"match": [item], "name": item} if isinstance(item, str) else dict(item)
         specs.append(_spec(entry, True, "config driver-terms"))
-    data = load_toml("driver_terms.toml")
+    data = load_catalog("driver_terms")
     for entry in data["term"]:
         specs.append(_spec(entry, False, "driver_terms.toml"))
     sinks = data.get("consumers", {})
     calls, stores = sinks.get("not-budget-calls", []), sinks.get("not-budget-stores", [])
-    if not all(isinstance(v, str) for v in [*calls, *stores]):
-        raise InputError("driver_terms.toml: [consumers] lists must hold names")
     return TermCatalog(tuple(specs), frozenset(calls), tuple(stores))
