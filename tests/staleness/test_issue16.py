@@ -360,3 +360,30 @@ def test_values_appended_to_a_kept_list(analyse) -> None:
     assert _rows(analyse({"pkg/m.py": src})) == [
         ("mem_get_info", "budget", "added", "widens", "list", "unsafe")
     ]
+
+
+def test_walk_into_a_local_list_behind_a_dataclass_cache(analyse) -> None:
+    """sglang's graph-pool borrow state: a snapshot walk appended to a local list, cached by
+    `field(default_factory=lambda: cache(walk))`, read through the instance."""
+    src = """
+    from dataclasses import dataclass, field
+    from functools import cache
+    import torch
+    def free_runs(pool):
+        runs = []
+        for segment in torch.cuda.memory_snapshot(pool):
+            runs.append((segment["address"], segment["total_size"] - segment["allocated_size"]))
+        return runs
+    @dataclass
+    class BorrowState:
+        snapshot_free_runs: object = field(default_factory=lambda: cache(free_runs))
+    def largest_run(state: BorrowState) -> int:
+        runs = state.snapshot_free_runs(0)
+        return runs[0][1] if runs else 0
+    def fits(state: BorrowState, need):
+        if need <= largest_run(state):
+            return True
+        return False
+    """
+    got = _rows(analyse({"pkg/m.py": src}))
+    assert ("memory_snapshot", "fits", "compared", "widens", "cache", "unsafe") in got

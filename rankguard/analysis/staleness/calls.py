@@ -20,7 +20,7 @@ from rankguard.analysis.staleness.algebra import (
     term,
     without_params,
 )
-from rankguard.analysis.staleness.facts import Frame
+from rankguard.analysis.staleness.facts import KEEPING_METHODS, Frame
 from rankguard.core.chains import Hop
 
 BUILTIN = "<builtin>."
@@ -73,8 +73,6 @@ DROPPING_METHODS = frozenset(
     | {"join", "split", "startswith", "endswith", "append", "extend", "add", "update", "keys"}
     | {"items", "is_alive", "numel", "dim", "size", "write", "put", "put_nowait", "set"}
 )
-# Methods that put a value into the container they are called on.
-KEEPING_METHODS = frozenset({"append", "appendleft", "extend", "insert", "add"})
 NON_VALUE_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad"})
 
 

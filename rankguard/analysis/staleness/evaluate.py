@@ -88,7 +88,11 @@ class Evaluator(CallEvaluator):
         found = table.get((line, col))
         if found is not None:
             return found
-        return tuple(Target(name) for name in self.p.resolve_target(qual, segs))
+        names = self.p.resolve_target(qual, segs)
+        record = self.p.functions.get(qual)
+        if not names and record is not None:  # a call the model did not index (class body)
+            names = sorted({v.name for v in self.resolver.evaluate(record, segs)})
+        return tuple(Target(name) for name in names)
 
     def term_spec(self, name: str):
         if name not in self._term_memo:

@@ -101,6 +101,10 @@ class Frame:
         self.bindings: dict[str, list[tuple[Any, tuple[Any, ...]]]] = defaultdict(list)
         items: list[tuple[str, Any, tuple[Any, ...]]] = []
         for event in facts.events:
+            if event[0] == "ev" and _puts(event[2]):
+                # `runs.append(x)`: a local list holds what is put in it (any element).
+                for arg in event[2][2]:
+                    items.append((event[2][1][0], arg, ("*",)))
             if event[0] != "=":
                 continue
             for pattern in event[2]:
@@ -124,3 +128,12 @@ class Result:
 
     ret: Val = EMPTY
     done: bool = False
+
+
+# Methods that put a value into the container they are called on.
+KEEPING_METHODS = frozenset({"append", "appendleft", "extend", "insert", "add"})
+
+
+def _puts(expr: tuple[Any, ...]) -> bool:
+    """`name.append(...)` and the like, on a plain name."""
+    return expr[0] == "c" and len(expr[1]) == 2 and expr[1][1] in KEEPING_METHODS
