@@ -47,6 +47,7 @@ class RankSourceCatalog:
     size_methods: frozenset[str]
     measures: frozenset[str]
     placement_attributes: frozenset[str]
+    shape_calls: frozenset[str]
     aliases: dict[str, str]  # spelling -> dimension
     grids: tuple[tuple[str, tuple[str, ...]], ...]  # (of, axes)
     _memo: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
@@ -185,6 +186,7 @@ _COPIED = (
     "size_methods",
     "measures",
     "placement_attributes",
+    "shape_calls",
     "aliases",
     "grids",
 )
@@ -231,6 +233,7 @@ def parse_rank_sources(data: dict) -> RankSourceCatalog:
         size_methods=words(containers, "sizes"),
         measures=words(containers, "measures"),
         placement_attributes=words(placement, "attributes"),
+        shape_calls=words(placement, "shapes"),
         aliases=aliases,
         grids=tuple(grids),
     )

@@ -175,7 +175,8 @@ def test_device_placement_does_not_make_values_vary(program_of) -> None:
     code = (
         "class S:\n"
         "    def __init__(self, local_rank):\n"
-        "        self.device = torch.device(f'cuda:{local_rank}')\n\n"
+        "        self.device = torch.device(f'cuda:{local_rank}')\n"
+        "        self.pending = [local_rank]\n\n"
         "    def event_loop(self):\n"
         "        while True:\n"
         "            flag = torch.ones(1, device=self.device)\n"
@@ -400,3 +401,47 @@ def test_type_and_placement_attributes_are_not_data(program_of) -> None:
         "                dist.barrier()\n"
     )
     assert _run(program_of, code) == []
+
+
+def test_what_the_root_decides_alone_does_not_split_the_group(program_of) -> None:
+    # Only the root takes the first side; its own inbox decides how many broadcasts it sends,
+    # and the others learn it from the first broadcast (sides agree: one or two broadcasts).
+    code = (
+        "def bcast(data, rank, src=0):\n"
+        "    if rank == src:\n"
+        "        if len(data) == 0:\n"
+        "            dist.broadcast(torch.tensor([0]), src=src)\n"
+        "        else:\n"
+        "            dist.broadcast(torch.tensor([1]), src=src)\n"
+        "            dist.broadcast(torch.tensor(data), src=src)\n"
+        "        return data\n"
+        "    size = torch.tensor([0])\n"
+        "    dist.broadcast(size, src=src)\n"
+        "    if size.item() == 0:\n"
+        "        return []\n"
+        "    out = torch.empty(size.item())\n"
+        "    dist.broadcast(out, src=src)\n"
+        "    return out\n\n"
+        "class S:\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            reqs = [self.sock.recv_pyobj()]\n"
+        "            reqs = bcast(reqs, dist.get_rank())\n"
+    )
+    assert _run(program_of, code) == []
+
+
+def test_zeros_shaped_by_a_varying_count_hold_uniform_values(program_of) -> None:
+    code = (
+        "class S:\n"
+        "    def __init__(self, local_rank):\n"
+        "        self.pending = [local_rank]\n\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            ready = torch.zeros(len(self.pending))\n"
+        "            if ready.sum() == 0:\n"
+        "                dist.barrier()\n"
+        "            if len(self.pending) == 0:\n"
+        "                dist.barrier()  # varies: assigned from this rank's id\n"
+    )
+    assert _lines(_run(program_of, code)) == [11]

@@ -43,6 +43,7 @@ class GuardWalker:
         self.outer = outer
         self.found: list[tuple[CallSite, str | None, list[Guard]]] = []
         self._paths: dict[int, Paths] = {}
+        self._solo = 0  # inside a branch only one rank of the group takes
 
     def run(self) -> list[tuple[CallSite, str | None, list[Guard]]]:
         """(call, its group, the hazardous guards over it, outermost first)."""
@@ -111,9 +112,25 @@ class GuardWalker:
                         sides = {self.onward([b, *tail_fn]) for b in blocks}
                 symmetric = len(sides) == 1 and None not in sides
         inside = [*active, Guard(stmt, "branch", symmetric)] if varies else active
-        for block in stmt.blocks:
-            new.extend(self.walk(block, inside, tail_fn, tail_loop))
+        # `if rank == root:` whose sides agree: one rank of the group takes the first side, so
+        # what it decides in there (`if len(data) == 0`) it decides alone; the others follow
+        # through the collectives both sides share.
+        solo = varies and symmetric and stmt.kind == "if" and self.one_rank(stmt)
+        for index, block in enumerate(stmt.blocks):
+            self._solo += solo and index == 0
+            escaping = self.walk(block, inside, tail_fn, tail_loop)
+            self._solo -= solo and index == 0
+            new.extend([] if solo and index == 0 else escaping)
         return new
+
+    def one_rank(self, stmt: Stmt) -> bool:
+        """`rank == x`: the test picks one rank (by its id) of the group."""
+        sources = self.flow.condition_sources(self.record.qualname, stmt)
+        return (
+            " == " in stmt.text
+            and " or " not in stmt.text
+            and any(source.kind == "rank-id" for source, _chain in sources)
+        )
 
     def exit_guard(
         self,
@@ -136,7 +153,7 @@ class GuardWalker:
 
     def calls(self, stmt: Stmt, active: list[Guard]) -> None:
         candidates = [g for g in active if not g.symmetric]
-        if not candidates:
+        if not candidates or self._solo:
             return
         name = self.record.qualname
         for call in stmt.calls:

@@ -218,7 +218,7 @@ class Walker:
         elif any(n in _ENV_READS for n in names) and self._rank_variable(call):
             result[self.source("rank-id", f"{call.text}({call.args[0]})", call.line)] = ()
         segs = call.target
-        placement = any(n in catalog.placement_calls for n in names)
+        placement = any(n in catalog.placement_calls or n in catalog.shape_calls for n in names)
         operands: list[tuple[Operand, Labels]] = []
         measured = len(segs) == 1 and segs[0] in self.catalog.measures
         for operand in call.operands:
