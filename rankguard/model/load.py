@@ -16,6 +16,7 @@ from pathlib import Path
 
 from rankguard.adapters import store
 from rankguard.adapters.sources import SourceTree, read_directory
+from rankguard.core import progress
 from rankguard.core.config import Config
 from rankguard.core.errors import ErrorRecord
 from rankguard.model.build import build_program
@@ -72,6 +73,7 @@ def program_from_summaries(
     """The program over summaries a caller already holds (one parse serves both), with its
     resolution from the cache when this exact file set was resolved before."""
     with paused_gc():
+        progress.current().phase("resolve", len(summaries), "modules")
         where = _resolution_path(cache, program_key(tree, cache))
         cached = store.load(where, dict)
         try:

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from rankguard.core import progress
 from rankguard.core.config import Config
 from rankguard.core.errors import InputError
 from rankguard.core.findings import Finding, fingerprint
@@ -103,8 +104,12 @@ def run_rules(
     (the report reads the staleness rows `stale-widening-term` computed)."""
     context = context or RuleContext(program, config, dict(options or {}))
     found: list[Finding] = []
+    bar = progress.current()
+    bar.phase("rules", len(rules), "rules")
     for rule_class in rules:
+        bar.advance(0, note=rule_class.name)
         found.extend(rule_class().check(context))
+        bar.advance()
     result = CheckResult()
     by_path = {m.path: m.summary for m in program.modules.values()}
     for finding in unique_fingerprints(found):

@@ -23,6 +23,7 @@ from rankguard import __version__
 from rankguard.adapters import store
 from rankguard.adapters.sources import SourceFile
 from rankguard.adapters.store import write_atomic
+from rankguard.core import progress
 from rankguard.core.errors import ErrorRecord
 from rankguard.summary.extract import summarize
 from rankguard.summary.ir import FileSummary
@@ -136,6 +137,8 @@ def parse_all(
 ) -> tuple[dict[str, FileSummary], list[ErrorRecord]]:
     """Summaries by path, and an error record for every file that has none."""
     files = list(files)
+    bar = progress.current()
+    bar.phase("parse", len(files), "files")
     results: dict[str, Parsed] = {}
     missing: list[SourceFile] = []
     for src in files:
@@ -144,6 +147,7 @@ def parse_all(
             missing.append(src)
         else:
             results[src.path] = cached
+            bar.advance()
     cache.hits += len(files) - len(missing)
     cache.misses += len(missing)
     jobs = jobs or os.cpu_count() or 1
@@ -155,11 +159,13 @@ def parse_all(
             for src, payload in zip(missing, payloads, strict=True):
                 cache.put(src.blob, payload)
                 results[src.path] = pickle.loads(payload)
+                bar.advance()
     else:
         for src in missing:
             payload = _parse_to_bytes(src.data)
             cache.put(src.blob, payload)
             results[src.path] = pickle.loads(payload)
+            bar.advance()
     summaries = {path: r.summary for path, r in results.items() if r.summary is not None}
     errors = [ErrorRecord(path, r.error) for path, r in results.items() if r.error]
     return summaries, sorted(errors)
