@@ -199,17 +199,23 @@ def run(args: argparse.Namespace) -> int:
     targets = plan_targets(paths, config, explicit_config=args.config is not None)
     for target in targets:
         tree = read_directory(target.root, config.exclude)
-        program = load_program(tree, config, cache)
         base = target.root if target.root.is_dir() else target.root.parent
         where = results_path(tree, cache, chosen, f"round-tail={args.include_round_tail}")
+        # Results cached for this exact file set answer without loading the program (unless
+        # an option needs the program itself).
         cached = load_results(where)
+        program = None
+        if cached is None or args.report_unused_ignores:
+            program = load_program(tree, config, cache)
         if cached is not None:
-            part = cached.check
+            part, program_errors = cached.check, cached.errors
         else:
+            assert program is not None
             options["read_source"] = lambda rel, root=base: (root / rel).read_text("utf-8")
             part = run_rules(program, config, chosen, options)
-            store_results(where, Results(part, None))
-        if args.report_unused_ignores:
+            program_errors = program.errors
+            store_results(where, Results(part, None, program_errors))
+        if program is not None and args.report_unused_ignores:
             ran = [rule.name for rule in chosen]
             part.findings = sorted([*part.findings, *unused_ignores(program, part, ran, rules)])
         prefix = "" if len(targets) == 1 else base.as_posix().rstrip("/") + "/"
@@ -222,7 +228,7 @@ def run(args: argparse.Namespace) -> int:
         ]
         errors += [
             ErrorRecord(prefix + e.path, e.message)
-            for e in target.restrict(program.errors, key=lambda e: {e.path})
+            for e in target.restrict(program_errors, key=lambda e: {e.path})
         ]
     result.findings.sort()
     everything.findings.sort()

@@ -73,7 +73,7 @@ def load_side(
         context = RuleContext(program, config, options)
         check = run_rules(program, config, rules, context=context)
         rows = staleness_source(context) if staleness_source is not None else None
-        results = Results(check, rows)
+        results = Results(check, rows, program.errors)
         store_results(where, results)
     rows = results.staleness if staleness_source is not None else None
     return Side(label, rev, commit.hexsha, tree, program, results.check, rows)
