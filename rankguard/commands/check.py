@@ -195,12 +195,12 @@ def run(args: argparse.Namespace) -> int:
     everything = CheckResult()  # every root's findings, before the file restriction
     result = CheckResult()
     errors: list[ErrorRecord] = []
-    cache = make_cache(config, args.cache_dir, enabled=not args.no_cache)
+    cache = make_cache(args.cache_dir, enabled=not args.no_cache)
     targets = plan_targets(paths, config, explicit_config=args.config is not None)
     for target in targets:
         tree = read_directory(target.root, config.exclude)
         base = target.root if target.root.is_dir() else target.root.parent
-        where = results_path(tree, cache, chosen, f"round-tail={args.include_round_tail}")
+        where = results_path(tree, cache, config, chosen, f"round-tail={args.include_round_tail}")
         # Results cached for this exact file set answer without loading the program (unless
         # an option needs the program itself).
         cached = load_results(where)
@@ -211,10 +211,16 @@ def run(args: argparse.Namespace) -> int:
             part, program_errors = cached.check, cached.errors
         else:
             assert program is not None
-            options["read_source"] = lambda rel, root=base: (root / rel).read_text("utf-8")
-            part = run_rules(program, config, chosen, options)
+            part = run_rules(
+                program,
+                config,
+                chosen,
+                options,
+                read_source=lambda rel, root=base: (root / rel).read_text("utf-8"),
+            )
             program_errors = program.errors
-            store_results(where, Results(part, None, program_errors))
+            if not part.failures:  # a rule that raised is retried next run, not remembered
+                store_results(where, Results(part, None, program_errors))
         if program is not None and args.report_unused_ignores:
             ran = [rule.name for rule in chosen]
             part.findings = sorted([*part.findings, *unused_ignores(program, part, ran, rules)])
@@ -230,6 +236,7 @@ def run(args: argparse.Namespace) -> int:
             ErrorRecord(prefix + e.path, e.message)
             for e in target.restrict(program_errors, key=lambda e: {e.path})
         ]
+        errors += [ErrorRecord(prefix + e.path, e.message) for e in part.failures]
     result.findings.sort()
     everything.findings.sort()
     errors.sort()
@@ -289,4 +296,4 @@ def _emit(
                     "no longer found (remove it, or rewrite the baseline)\n"
                 )
         sys.stdout.write(text)
-        print_errors(errors)
+    print_errors(errors)  # on stderr in every format: JSON and SARIF carry them on stdout too

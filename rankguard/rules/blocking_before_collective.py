@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from rankguard.analysis.blocking import Pair, analysis_for
+from rankguard.analysis.blocking import Pair
 from rankguard.core import progress
 from rankguard.core.chains import chain_json, chain_key
 from rankguard.core.findings import Finding, fingerprint
@@ -129,7 +129,7 @@ class BlockingBeforeCollective(Rule):
     ]
 
     def check(self, context: RuleContext) -> Iterable[Finding]:
-        analysis = analysis_for(context)
+        analysis = context.blocking
         include_tail = bool(context.options.get("include_round_tail"))
         rounds = list(context.rounds)
         for number, rnd in enumerate(rounds, 1):
