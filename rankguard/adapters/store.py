@@ -4,8 +4,9 @@ Writes are atomic (a temporary file renamed into place), so runs sharing a cache
 an entry; a read that fails for any reason (missing, truncated, from another version) is a
 miss, and an unwritable cache only costs speed.
 
-`COUNTS` tallies hits, misses and writes for the whole process: how tests (and a curious user)
-see what a run took from the cache and what it had to compute, without timing anything.
+`COUNTS` tallies hits, misses and writes for the whole process (and the callers' units of work
+redone, such as modules resolved): how tests see what a run took from the cache and what it
+had to compute, without timing anything.
 """
 
 from __future__ import annotations

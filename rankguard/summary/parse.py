@@ -26,6 +26,7 @@ from rankguard.adapters.store import write_atomic
 from rankguard.core import progress
 from rankguard.core.errors import ErrorRecord
 from rankguard.summary.extract import summarize
+from rankguard.summary.interface import interface_of
 from rankguard.summary.ir import FileSummary
 
 
@@ -100,7 +101,9 @@ def parse_bytes(data: bytes) -> Parsed:
     except ValueError as exc:
         return Parsed(None, f"cannot parse: {exc}")
     try:
-        return Parsed(summarize(source, tree))
+        summary = summarize(source, tree)
+        interface_of(summary)  # computed by the worker, kept with the summary
+        return Parsed(summary)
     except RecursionError:
         return Parsed(None, "too deeply nested to summarise")
 

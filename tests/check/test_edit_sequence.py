@@ -1,6 +1,7 @@
 """Warm runs equal cold runs through a sequence of edits: body edits that shift lines, a new
 blocking call, renamed and deleted functions, new, renamed and deleted modules, a renamed
-method across modules. After every step `check` and `graph` with the cache (kept from the
+method across modules, body edits that change what other modules see (an attribute's type,
+an inferred return). After every step `check` and `graph` with the cache (kept from the
 step before) answer exactly as with `--no-cache`."""
 
 from __future__ import annotations
@@ -9,12 +10,14 @@ import re
 import shutil
 from pathlib import Path
 
+from rankguard.adapters import store
 from rankguard.cli import main
 from tests.conftest import EXAMPLE
 
 SCHED = "toysched/managers/scheduler.py"
 RADIX = "toysched/mem_cache/radix_cache.py"
 EXTRA = "toysched/managers/extra.py"
+COMM = "toysched/distributed/comm.py"
 IMPORT_PAUSE = "from toysched.managers.extra import pause\n"
 
 
@@ -62,6 +65,13 @@ STEPS = {
         _replace(r, RADIX, "def evict(", "def evict_tokens("),
         _replace(r, SCHED, "self.tree_cache.evict(", "self.tree_cache.evict_tokens("),
     ),
+    "an attribute's type changes in a method body": lambda r: _replace(
+        r, SCHED, "self.pp_group = get_pp_group()", "self.pp_group = get_tp_group()"
+    ),
+    "return inference changes in another module": lambda r: (
+        _replace(r, COMM, "def get_tp_group() -> GroupCoordinator:", "def get_tp_group():"),
+        _replace(r, COMM, "    return _TP_GROUP\n", "    return GroupCoordinator()\n"),
+    ),
     "delete a module": lambda r: (
         (r / EXTRA).unlink(),
         _replace(r, SCHED, "\n" + IMPORT_PAUSE, ""),
@@ -91,3 +101,23 @@ def test_warm_equals_no_cache_after_every_edit(capsys, tmp_path: Path):
         outputs.append(both(step))
     # The sequence is not vacuous: the findings change along the way.
     assert len(set(outputs)) > 3
+
+
+def test_a_body_edit_re_resolves_only_its_module(capsys, tmp_path: Path):
+    """Per-module resolution: an edit that changes no interface resolves one module again;
+    one that changes an interface (a renamed method) resolves everything."""
+    root = shutil.copytree(EXAMPLE, tmp_path / "toysched")
+    argv = ["graph", str(root), "--format", "json", "--cache-dir", str(tmp_path / "cache")]
+
+    def resolved_after(step: str) -> int:
+        STEPS[step](root)
+        store.COUNTS.clear()
+        main(argv)
+        capsys.readouterr()
+        return store.COUNTS["modules resolved"]
+
+    main(argv)
+    modules = len(list((root / "toysched").rglob("*.py")))
+    assert resolved_after("body edit shifting lines") == 1
+    assert resolved_after("new blocking call in a reached function") == 1
+    assert resolved_after("rename a method across modules") == modules
