@@ -65,12 +65,17 @@ STEPS = {
         _replace(r, RADIX, "def evict(", "def evict_tokens("),
         _replace(r, SCHED, "self.tree_cache.evict(", "self.tree_cache.evict_tokens("),
     ),
+    # Body edits whose effect is in *other* modules (the mixin reads `self.pp_group`, the
+    # scheduler calls through what `get_tp_group()` returns): no signature changes.
     "an attribute's type changes in a method body": lambda r: _replace(
-        r, SCHED, "self.pp_group = get_pp_group()", "self.pp_group = get_tp_group()"
+        r, SCHED, "self.pp_group = get_pp_group()", "self.pp_group = RadixCache(0, 0, None)"
     ),
-    "return inference changes in another module": lambda r: (
+    "a function loses its return annotation": lambda r: (
         _replace(r, COMM, "def get_tp_group() -> GroupCoordinator:", "def get_tp_group():"),
         _replace(r, COMM, "    return _TP_GROUP\n", "    return GroupCoordinator()\n"),
+    ),
+    "its inferred return changes in its body": lambda r: _replace(
+        r, COMM, "    return GroupCoordinator()\n", "    return RuntimeError()\n"
     ),
     "delete a module": lambda r: (
         (r / EXTRA).unlink(),
