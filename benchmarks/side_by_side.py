@@ -65,6 +65,15 @@ def measure(argv: list[str], ok: tuple[int, ...] = (0, 1)) -> tuple[float, int]:
     return wall, usage.ru_maxrss // 1024
 
 
+def cold_runs(argv: list[str], cache: Path, repeat: int) -> list[tuple[float, int]]:
+    """`repeat` runs of `argv`, each with an empty cache."""
+    runs = []
+    for _ in range(repeat):
+        runs.append(measure([*argv, "--cache-dir", str(cache)]))
+        shutil.rmtree(cache, ignore_errors=True)
+    return runs
+
+
 def insert_at_top(path: Path, function: str, text: str) -> None:
     """Insert the statement `text` before the first statement of `function`'s body."""
     source = path.read_text("utf-8")
@@ -134,12 +143,7 @@ def main() -> None:
         else:
             notes.append("semgrep: not installed (or skipped)")
         if "cold" not in args.skip:
-            runs = []
-            for i in range(args.repeat):
-                cache = work / f"cold-{i}"
-                runs.append(measure([*check, "--cache-dir", str(cache)]))
-                shutil.rmtree(cache, ignore_errors=True)
-            rows["rankguard check, cold cache"] = runs
+            rows["rankguard check, cold cache"] = cold_runs(check, work / "cold", args.repeat)
         warm = ["--cache-dir", str(work / "warm")]
         priming = measure([*check, *warm])
         if "cold" in args.skip:  # the priming run is a cold run: keep it, marked as one run
@@ -158,12 +162,9 @@ def main() -> None:
             repo, base, head = make_repo(tree, args.file, args.function)
             report = [*rankguard, "report", "--repo", str(repo), "--base", base, "--head", head]
             report += ["--config", str(config), "--format", "json", "-o", str(work / "r.json")]
-            runs = []
-            for i in range(args.repeat):
-                cache = work / f"report-{i}"
-                runs.append(measure([*report, "--cache-dir", str(cache)]))
-                shutil.rmtree(cache, ignore_errors=True)
-            rows["rankguard report, base..head, cold cache"] = runs
+            rows["rankguard report, base..head, cold cache"] = cold_runs(
+                report, work / "report", args.repeat
+            )
     finally:
         loads.append(os.getloadavg()[0])
         shutil.rmtree(work, ignore_errors=True)
