@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from rankguard.model.hierarchy import Hierarchy
 from rankguard.model.program import walk_statements
 from rankguard.model.values import BUILTIN_PREFIX, Value, external
 from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT, CallSite, Segs, Stmt
@@ -61,6 +62,7 @@ class Resolver:
         self._local_types: dict[str, dict[str, list]] = {}
         self._returns: dict[str, tuple[Value, ...] | object] = {}
         self._method_owners: dict[str, list[str]] | None = None
+        self.hierarchy = Hierarchy(program)
 
     # -- module namespaces ----------------------------------------------------
     def _module_globals(self, module: str) -> dict[str, list]:
@@ -224,8 +226,10 @@ class Resolver:
                 )
             elif index == 0 and fn.info.cls and not _is_static(fn):
                 cls = f"{fn.module}.{fn.info.cls}"
-                kind = "class" if _is_classmethod(fn) else "instance"
-                table[param.name] = (Value(kind, cls),)
+                if _is_classmethod(fn):
+                    table[param.name] = (Value("class", cls),)
+                else:  # `self` may be any class derived from this one
+                    table[param.name] = (Value("instance", cls, via="declared"),)
             else:  # bound here, type unknown: it still shadows any global of that name
                 table[param.name.lstrip("*")] = ()
         assigned: dict[str, list[Value]] = defaultdict(list)
@@ -274,8 +278,8 @@ class Resolver:
     def _instances(self, fn: FunctionRecord, annotation: Segs) -> tuple[Value, ...]:
         out = []
         for value in self.evaluate(fn, annotation):
-            if value.kind == "class":
-                out.append(Value("instance", value.name))
+            if value.kind == "class":  # declared: the class or any class derived from it
+                out.append(Value("instance", value.name, via="declared"))
             elif value.kind == "external":
                 out.append(Value("external", value.name + "()"))
         return tuple(out)
@@ -326,6 +330,10 @@ class Resolver:
         if kind == "super":
             mro = self.p.mro(value.name)[1:]
             return self._class_member(mro, attr, instance=True, bound=value.name)
+        if kind == "instance" and value.via == "declared":
+            found = self._dispatch(value.name, attr)
+            if found:
+                return found
         if kind in ("class", "instance"):
             mro = self.p.mro(value.name)
             found = self._class_member(mro, attr, instance=kind == "instance", bound=value.name)
@@ -342,6 +350,17 @@ class Resolver:
         if kind == "function":
             return ()
         return ()
+
+    def _dispatch(self, cls: str, attr: str) -> tuple[Value, ...]:
+        """`x.attr` on a value declared as `cls`: what each class it may be would find
+        (class-hierarchy analysis, `rankguard.model.hierarchy`); overrides are marked."""
+        own = {v.name for v in self._class_member(self.p.mro(cls), attr, True, cls)}
+        found: list[Value] = []
+        for receiver in self.hierarchy.receivers(cls):
+            for hit in self._class_member(self.p.mro(receiver), attr, True, receiver):
+                override = hit.kind == "function" and hit.name not in own
+                found.append(hit._replace(via="override") if override else hit)
+        return _dedupe(found)
 
     def _class_member(
         self, mro: list[str], attr: str, instance: bool, bound: str
