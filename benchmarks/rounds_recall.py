@@ -38,8 +38,8 @@ def main() -> int:
     rounds = find_rounds(program, config.rounds, collective_catalog(config.collectives))
     for rnd in rounds:
         rows = [c.to_json() for c in rnd.collectives]
-        events = {tuple((h["path"], h["line"]) for h in r["chain"]) for r in rows}
-        primitives = {(r["path"], r["line"]) for r in rows}
+        events = {(r["event"]["path"], r["event"]["line"], r["event"]["callee"]) for r in rows}
+        primitives = {(p["path"], p["line"]) for r in rows for p in r["primitives"]}
         print(
             f"{rnd.function.qualname}: {len(rows)} rows, {len(events)} events, "
             f"{len(primitives)} primitive sites"
