@@ -6,6 +6,7 @@ from collections import defaultdict
 
 from rankguard.adapters.sources import SourceTree
 from rankguard.core.errors import ErrorRecord
+from rankguard.model.invokers import invoker, waits_on_futures
 from rankguard.model.program import (
     ClassRecord,
     FunctionRecord,
@@ -152,6 +153,7 @@ def _resolve_calls(program: Program, resolver: Resolver) -> None:
         if callbacks:
             program.callbacks[qual] = list(callbacks)
     _through_parameters(program, resolver)
+    _through_invokers(program, resolver)
     program.unresolved = [
         (qual, r.call.text, program.functions[qual].path, r.call.line)
         for qual in sorted(program.calls)
@@ -189,6 +191,40 @@ def _through_parameters(program: Program, resolver: Resolver) -> None:
                 resolved[index] = Resolved(
                     call, tuple(Target(name, "call", "argument") for name in sorted(found))
                 )
+
+
+def _through_invokers(program: Program, resolver: Resolver) -> None:
+    """`await asyncio.to_thread(f)`, `sorted(xs, key=f)`, `ex.submit(f)` then `.result()`:
+    the callable argument runs before the call's result is there (`rankguard.model.invokers`)."""
+    for qual, resolved in program.calls.items():
+        record = program.functions[qual]
+        waits: bool | None = None
+        for index, (call, targets) in enumerate(resolved):
+            found: list[Target] = []
+            for target in targets:
+                entry = invoker(target.name)
+                if entry is None or call.deferred:
+                    continue
+                if entry.via == "executor":
+                    if waits is None:
+                        waits = waits_on_futures(
+                            [t.name for r in resolved for t in r.targets],
+                            [r.call.text for r in resolved],
+                        )
+                    if not waits:
+                        continue
+                where = entry.argument
+                if isinstance(where, str):
+                    text = call.kwarg(where)
+                else:
+                    text = call.args[where] if where < len(call.args) else None
+                segs = tuple(text.split(".")) if text else ()
+                if segs and all(part.isidentifier() for part in segs):
+                    names = resolver.value_ref_targets(record, segs)
+                    found += [Target(name, "call", entry.via) for name in names]
+            if found:
+                merged = sorted({*targets, *found}, key=lambda t: (t.name, t.kind, t.via or ""))
+                resolved[index] = Resolved(call, tuple(merged))
 
 
 def _decorator_names(info) -> set[str]:
