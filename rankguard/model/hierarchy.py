@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from rankguard.model.program import walk_statements
+from rankguard.summary.ir import walk_statements
 
 if TYPE_CHECKING:
     from rankguard.model.program import Program

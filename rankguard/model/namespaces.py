@@ -8,12 +8,12 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING
 
-from rankguard.model.program import walk_statements
 from rankguard.model.values import Value, external
-from rankguard.summary.ir import Stmt
+from rankguard.summary.ir import Stmt, walk_statements
 
 if TYPE_CHECKING:
-    from rankguard.model.program import FunctionRecord, Program
+    from rankguard.model.program import Program
+    from rankguard.model.records import FunctionRecord
 
 
 def of_kind(body: tuple[Stmt, ...], kind: str) -> Iterator[Stmt]:
