@@ -5,7 +5,7 @@ under `global`. A mixin of the resolver: assignments are evaluated by the resolv
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from rankguard.model.values import Value, external
@@ -31,6 +31,7 @@ class ModuleNamespaces:
     p: Program
     _globals: dict[str, dict[str, list]]
     _module_value: dict[tuple[str, str], tuple[Value, ...]]
+    decorated: Callable[[str], tuple[Value, ...]]  # `rankguard.model.decorators`
 
     def _assigned_value(self, fn: FunctionRecord, stmt: Stmt) -> list[Value]:
         raise NotImplementedError  # the resolver evaluates assignments
@@ -102,7 +103,7 @@ class ModuleNamespaces:
         binders = self._module_globals(module).get(name, [])
         for kind, what in binders:
             if kind == "def":
-                found.append(Value("function", what))
+                found.extend(self.decorated(what))
             elif kind == "class":
                 found.append(Value("class", what))
             elif kind == "import":

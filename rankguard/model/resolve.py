@@ -17,6 +17,7 @@ from collections import defaultdict
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from rankguard.model.decorators import Decorators
 from rankguard.model.hierarchy import Hierarchy
 from rankguard.model.namespaces import ModuleNamespaces, dedupe, of_kind
 from rankguard.model.records import FunctionRecord, Target
@@ -56,7 +57,7 @@ def _iterated(stmt: Stmt) -> Segs | None:
     return None
 
 
-class Resolver(ModuleNamespaces):
+class Resolver(ModuleNamespaces, Decorators):
     def __init__(self, program: Program) -> None:
         self.p = program
         self._globals: dict[str, dict[str, list]] = {}
@@ -67,6 +68,8 @@ class Resolver(ModuleNamespaces):
         self._returns: dict[str, tuple[Value, ...] | object] = {}
         self._method_owners: dict[str, list[str]] | None = None
         self.hierarchy = Hierarchy(program)
+        self._decorated: dict[str, tuple[Value, ...]] = {}
+        self._decorated_by: dict[str, list[str]] | None = None
 
     # -- scopes -----------------------------------------------------------------
     def _enclosing(self, fn: FunctionRecord) -> list[str]:
@@ -84,7 +87,7 @@ class Resolver(ModuleNamespaces):
             qual = f"{module}.{scope}" if scope else module
             nested = f"{qual}.<locals>.{name}"
             if nested in self.p.functions:
-                return (Value("function", nested),)
+                return self.decorated(nested)
             if nested in self.p.classes:
                 return (Value("class", nested),)
             record = self.p.functions.get(qual)
@@ -308,23 +311,26 @@ class Resolver(ModuleNamespaces):
         return ()
 
     def returns(self, fn: FunctionRecord) -> tuple[Value, ...]:
-        """What calling `fn` returns: its annotation, else `return Cls(...)` statements."""
+        """What calling `fn` returns: its annotation, else `return Cls(...)` statements; and
+        functions it returns by name (`return inner`), so `f()()` and decorators resolve."""
         cached = self._returns.get(fn.qualname)
         if cached is _IN_PROGRESS:
             return ()
         if cached is not None:
             return cached  # type: ignore[return-value]
         self._returns[fn.qualname] = _IN_PROGRESS
+        found: list[Value] = []
         if fn.info.returns:
-            result = self._instances(fn, fn.info.returns)
-        else:
-            found: list[Value] = []
-            for stmt in of_kind(fn.info.body, "return"):
-                if stmt.value and stmt.value[0] == "call":
-                    found.extend(
-                        v for v in self.call_results(fn, stmt.value[1]) if v.kind == "instance"
-                    )
-            result = dedupe(found)
+            found.extend(self._instances(fn, fn.info.returns))
+        for stmt in of_kind(fn.info.body, "return"):
+            shape = stmt.value
+            if not shape:
+                continue
+            if shape[0] == "call" and not fn.info.returns:
+                found.extend(v for v in self.call_results(fn, shape[1]) if v.kind == "instance")
+            elif shape[0] == "ref":
+                found.extend(v for v in self.evaluate(fn, shape[1]) if v.kind == "function")
+        result = dedupe(found)
         self._returns[fn.qualname] = result
         return result
 
