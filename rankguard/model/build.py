@@ -10,7 +10,7 @@ from rankguard.model.invokers import invoker, waits_on_futures
 from rankguard.model.program import Program
 from rankguard.model.records import ClassRecord, FunctionRecord, ModuleRecord, Resolved, Target
 from rankguard.model.resolve import Resolver
-from rankguard.summary.ir import CallSite, FileSummary, walk_calls
+from rankguard.summary.ir import CallSite, FileSummary, walk_calls, walk_statements
 
 # What resolution learned, keyed so it can be cached beside the summaries and re-applied:
 # class links, each function's call targets in `walk_calls` order, callbacks, unresolved calls.
@@ -147,6 +147,7 @@ def _resolve_calls(program: Program, resolver: Resolver) -> None:
             program.callbacks[qual] = list(callbacks)
     _through_parameters(program, resolver)
     _through_invokers(program, resolver)
+    _implicit_dunders(program, resolver)
     program.unresolved = [
         (qual, r.call.text, program.functions[qual].path, r.call.line)
         for qual in sorted(program.calls)
@@ -238,6 +239,47 @@ def _through_invokers(program: Program, resolver: Resolver) -> None:
             if found:
                 merged = sorted({*targets, *found}, key=lambda t: (t.name, t.kind, t.via or ""))
                 resolved[index] = Resolved(call, tuple(merged))
+
+
+# Methods Python runs without a call in the source, by where the instance is used.
+_WITH = ("__enter__", "__exit__")
+_FOR = ("__iter__", "__next__")
+
+
+def _implicit_dunders(program: Program, resolver: Resolver) -> None:
+    """`with C():` runs `__enter__`/`__exit__`, `for x in C():` runs `__iter__`/`__next__`, and
+    constructing a dataclass runs `__post_init__`: call edges `via: implicit` on the call
+    that makes the instance."""
+    for qual, resolved in program.calls.items():
+        record = program.functions[qual]
+        header: dict[int, tuple[str, ...]] = {}
+        for stmt in walk_statements(record.info.body):
+            if stmt.kind == "with" or (stmt.kind == "loop" and stmt.targets):
+                for call in stmt.calls:
+                    header[id(call)] = _WITH if stmt.kind == "with" else _FOR
+        for index, (call, targets) in enumerate(resolved):
+            wanted = header.get(id(call), ())
+            if not any(t.via == "constructor" for t in targets) and not wanted:
+                continue
+            found: list[Target] = []
+            for value in resolver.call_results(record, call.target):
+                if value.kind != "instance":
+                    continue
+                for name in (*wanted, "__post_init__"):
+                    method = _method(program, value.name, name)
+                    if method is not None:
+                        found.append(Target(method, "call", "implicit"))
+            if found:
+                merged = sorted({*targets, *found}, key=lambda t: (t.name, t.kind, t.via or ""))
+                resolved[index] = Resolved(call, tuple(merged))
+
+
+def _method(program: Program, cls: str, name: str) -> str | None:
+    for owner in program.mro(cls):
+        method = program.classes[owner].methods.get(name)
+        if method is not None:
+            return method
+    return None
 
 
 def _decorator_names(info) -> set[str]:
