@@ -25,7 +25,7 @@ from rankguard.core.errors import InputError
 from rankguard.rules.base import Rule
 
 ENTRY_POINT_GROUP = "rankguard.rules"
-_NOT_RULES = frozenset(("base", "catalog", "engine", "registry"))
+_NOT_RULES = frozenset(("base", "engine", "registry", "session"))
 
 
 class RuleLoadError(InputError):
