@@ -52,8 +52,14 @@ class Decorators:
         if holder is None:
             return []
         out = []
-        for dec in reversed(record.info.decorators):
+        called = record.info.decorator_called or (False,) * len(record.info.decorators)
+        for dec, call in reversed(list(zip(record.info.decorators, called, strict=True))):
             found = tuple(v for v in self.evaluate(holder, dec) if v.kind == "function")
+            if call:  # `@factory(arg)`: the decorator is what the factory returns
+                found = tuple(
+                    r for f in found for r in self.returns(self.p.functions[f.name])
+                    if r.kind == "function"
+                )  # fmt: skip
             if found:
                 out.append(found)
         return out

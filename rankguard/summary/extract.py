@@ -341,6 +341,7 @@ class _Builder:
                 tuple(refs),
                 isinstance(node, ast.AsyncFunctionDef),
                 global_names,
+                tuple(isinstance(d, ast.Call) for d in node.decorator_list),
             )
         )
 

@@ -94,6 +94,8 @@ class FunctionInfo:
     value_refs: tuple[tuple[Segs, int], ...] = ()  # callables passed or stored as values
     is_async: bool = False
     global_names: tuple[str, ...] = ()  # names it declares `global` (and may rebind)
+    # Per decorator: written as a call (`@factory(arg)`, the decorator is what it returns).
+    decorator_called: tuple[bool, ...] = ()
 
 
 @dataclass(slots=True)

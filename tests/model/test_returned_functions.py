@@ -60,6 +60,38 @@ def stacked():
     pass
 
 
+def tag(name):
+    def decorator(fn):
+        return fn
+
+    return decorator
+
+
+def timed(name):
+    def decorator(fn):
+        def timed_inner(*args):
+            return fn(*args)
+
+        return timed_inner
+
+    return decorator
+
+
+@tag("x")
+def tagged():
+    pass
+
+
+@timed("t")
+def measured():
+    pass
+
+
+def caller2():
+    tagged()
+    measured()
+
+
 class S:
     def event_loop(self):
         while True:
@@ -87,3 +119,15 @@ def test_stacked_decorators_wrap_in_order(program_of):
     # `@outer @dec def stacked` is outer(dec(stacked)): outer's wrapper calls dec's wrapper.
     assert callees(program, "m.outer.<locals>.outer_inner", "call") == {"m.dec.<locals>.inner"}
     assert "m.stacked" in callees(program, "m.dec.<locals>.inner", "call")
+
+
+def test_decorator_factories_apply_what_they_return(program_of):
+    program = program_of({"m.py": CODE})
+    # `@tag("x")` returns the function itself; `@timed("t")` wraps it.
+    assert callees(program, "m.caller2", "call") == {
+        "m.tagged",
+        "m.timed.<locals>.decorator.<locals>.timed_inner",
+    }
+    assert "m.measured" in callees(
+        program, "m.timed.<locals>.decorator.<locals>.timed_inner", "call"
+    )
