@@ -173,6 +173,13 @@ class Resolver(ModuleNamespaces, Decorators):
             return list(devices or self.call_results(fn, shape[1]))
         if shape[0] == "ref":
             return [v for v in self.evaluate(fn, shape[1]) if v.kind != "builtin"]
+        if shape[0] == "literal":  # a container literal: its elements, through `[k]` or `for`
+            return [
+                Value("items", v.name, bound=v.kind)
+                for segs in shape[1]
+                for v in self.evaluate(fn, segs)
+                if v.kind in ("function", "class", "instance")
+            ]
         return []
 
     def _device_modules(self, fn: FunctionRecord, stmt: Stmt, callee: Segs) -> tuple[Value, ...]:

@@ -68,7 +68,8 @@ class Stmt:
     text: str = ""  # condition or with-items, shortened
     targets: tuple[Segs, ...] = ()  # assigned names / attributes (assign, for, with-as)
     reads: tuple[Segs, ...] = ()  # references read by the value or test
-    value: tuple[Any, ...] = ()  # ("call", segs) | ("ref", segs) | ("const", text) | ("other",)
+    # ("call", segs) | ("ref", segs) | ("const", text) | ("literal", (segs, ...)) | ("other",)
+    value: tuple[Any, ...] = ()
     infinite: bool = False  # `while True`
 
 
