@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from rankguard.analysis.blocking import Pair
+from rankguard.core import progress
 from rankguard.core.chains import chain_json, chain_key
 from rankguard.core.findings import Finding, fingerprint
 from rankguard.rules.base import Example, Invalid, Rule, RuleContext, Valid
@@ -132,7 +133,9 @@ class BlockingBeforeCollective(Rule):
         # The round is a loop: work after iteration i's last collective runs before
         # iteration i+1's first one, so the tail is reported unless a caller turns it off.
         include_tail = bool(context.options.get("include_round_tail", True))
-        for rnd in context.rounds:
+        rounds = list(context.rounds)
+        for number, rnd in enumerate(rounds, 1):
+            progress.current().advance(0, note=f"{self.name}: round {number}/{len(rounds)}")
             regions = analysis.regions(rnd, include_tail)
             grouped: dict[tuple[str, int, int, str], list[Pair]] = {}
             for pair in regions.pairs:
