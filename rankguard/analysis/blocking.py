@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from rankguard.analysis.feasible import Cond
 from rankguard.analysis.precision import (
     CPU,
     DEVICE,
@@ -51,7 +52,7 @@ _CACHE_DECORATORS = frozenset(("cache", "lru_cache", "cached_property", "cached"
 _PROPERTY_DECORATORS = frozenset(("property", "cached_property"))
 
 Key = tuple[str, int, int, str]
-Guards = tuple[tuple[str, bool], ...]
+Guards = tuple[tuple[Cond, bool], ...]
 
 
 @dataclass(frozen=True)
@@ -411,8 +412,8 @@ class _Walk:
             return None
         if kind == "if":
             inner = cadence or cadence_of(stmt.text, state.env)
-            body = self.block(stmt.blocks[0], state, (*guards, (stmt.text, True)), inner)
-            orelse = self.block(stmt.blocks[1], state, (*guards, (stmt.text, False)), cadence)
+            body = self.block(stmt.blocks[0], state, (*guards, (stmt.cond, True)), inner)
+            orelse = self.block(stmt.blocks[1], state, (*guards, (stmt.cond, False)), cadence)
             return join([body, orelse])
         if kind == "loop":
             return self.loop(stmt, state, guards, cadence)
@@ -475,13 +476,13 @@ class _Walk:
 
     def lock_context(self, stmt: Stmt, state: State, cadence: str | None) -> State:
         """`with self._lock:` acquires the lock (no call appears in the source)."""
-        items = [part.strip() for part in stmt.text.split(",")]
         found: dict[Key, BlockingCall] = {}
         self.a.program.resolve_target(self.fn, ("<none>",))
         resolver = self.a.program.resolver
-        for ref in stmt.reads:
-            if ".".join(ref) not in items or CALL in ref:
+        for item in stmt.items:
+            if item[0] != "ref":
                 continue
+            ref = item[1]
             for value in resolver.evaluate(self.record, ref):  # type: ignore[attr-defined]
                 entry = self.a.catalog.context(value.name) if value.kind == "external" else None
                 if entry is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from rankguard.analysis.feasible import TRUTHY, Cond, contradicts
 from rankguard.catalogs.catalog import BlockingEntry
 from rankguard.summary.ir import CALL, CallSite, Segs, Stmt
 
@@ -124,18 +125,13 @@ def timeout_clear(call: CallSite, entry: BlockingEntry) -> bool:
     return False
 
 
-def thread_dead(call: CallSite, guards: Sequence[tuple[str, bool]]) -> bool:
-    """`if not t.is_alive(): t.join()` (or the else branch of `if t.is_alive():`)."""
-    receiver = ".".join(s for s in call.target[:-1] if s != CALL)
+def thread_dead(call: CallSite, guards: Sequence[tuple[Cond, bool]]) -> bool:
+    """`t.join()` where the enclosing conditions cannot all hold while `t.is_alive()`."""
+    receiver = tuple(s for s in call.target[:-1] if s != CALL)
     if not receiver:
         return False
-    alive = f"{receiver}.is_alive()"
-    for text, positive in guards:
-        if positive and f"not {alive}" in text:
-            return True
-        if not positive and text.strip() == alive:
-            return True
-    return False
+    alive = {("call", (*receiver, "is_alive"), (), ()): TRUTHY}
+    return any(contradicts(cond, positive, alive) for cond, positive in guards)
 
 
 def cadence_of(condition: str, env: Mapping[str, str]) -> str | None:

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from rankguard.summary.conditions import condition, with_items
 from rankguard.summary.ir import (
     CALL,
     OPAQUE,
@@ -449,6 +450,7 @@ class _Builder:
                 (self.block(node.body, scope, cls), self.block(node.orelse, scope, cls)),
                 text=short_text(node.test),
                 reads=tuple(r.reads),
+                cond=condition(node.test, reference),
             )
         if isinstance(node, ast.While):
             r = self._expr(node.test)
@@ -461,6 +463,7 @@ class _Builder:
                 text=short_text(node.test),
                 reads=tuple(r.reads),
                 infinite=infinite,
+                cond=condition(node.test, reference),
             )
         if isinstance(node, (ast.For, ast.AsyncFor)):
             r = self._expr(node.iter)
@@ -489,6 +492,7 @@ class _Builder:
                 text=", ".join(short_text(item.context_expr) for item in node.items),
                 targets=tuple(targets),
                 reads=tuple(r.reads),
+                items=with_items(node, reference),
             )
         if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
             handlers = []
@@ -521,7 +525,8 @@ class _Builder:
         if isinstance(node, (ast.Assert, ast.Delete)):
             parts = [node.test, node.msg] if isinstance(node, ast.Assert) else node.targets
             r = self._exprs(parts)
-            return Stmt("expr", line, tuple(r.calls), reads=tuple(r.reads))
+            test = condition(node.test, reference) if isinstance(node, ast.Assert) else ()
+            return Stmt("expr", line, tuple(r.calls), reads=tuple(r.reads), cond=test)
         return Stmt("pass", line)
 
     def _expr_decorators(self, decorators: list[ast.expr]) -> None:

@@ -69,6 +69,10 @@ class Stmt:
     reads: tuple[Segs, ...] = ()  # references read by the value or test
     value: tuple[Any, ...] = ()  # ("call", segs) | ("ref", segs) | ("const", text) | ("other",)
     infinite: bool = False  # `while True`
+    # The test of an if / while / assert as a tree (`summary.conditions`); () when none.
+    # An `assert` is an "expr" statement whose `cond` is set.
+    cond: tuple[Any, ...] = ()
+    items: tuple[tuple[Any, ...], ...] = ()  # with: each item's expression, as a tree
 
 
 @dataclass(slots=True)

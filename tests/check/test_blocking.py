@@ -393,3 +393,44 @@ def test_cadenced_calls_are_reported_and_marked(tmp_path: Path):
     assert "cadence helper" in cadence["gc.collect"]
     assert "self._last" in cadence["torch.cuda.empty_cache"]
     assert "self._t" in cadence["torch.cuda.synchronize"]
+
+
+def test_thread_liveness_is_read_from_the_condition_not_its_text(tmp_path: Path):
+    # `or` makes the join reachable while the thread is alive: a real wait.
+    _assert_marked(
+        tmp_path,
+        """
+        class S:
+            def event_loop(self, t):
+                while True:
+                    th = threading.Thread(target=print)
+                    if not th.is_alive() or self.force:
+                        th.join()  # expect
+                    if not th.is_alive() and self.force:
+                        th.join()
+                    if not (th.is_alive() or self.force):
+                        th.join()
+                    dist.barrier()
+        """,
+    )
+
+
+def test_with_items_come_from_the_ir(tmp_path: Path):
+    # Only a lock that is itself a with-item is acquired, not one passed inside an item's call.
+    findings = _assert_marked(
+        tmp_path,
+        """
+        class S:
+            def __init__(self):
+                self._lock = threading.Lock()
+
+            def event_loop(self):
+                while True:
+                    with self.timer("label", self._lock, 1):
+                        pass
+                    with self.timer("label"), self._lock:  # expect
+                        pass
+                    dist.barrier()
+        """,
+    )
+    assert [f.extra["blocking"]["callee"] for f in findings] == ["threading.Lock.acquire"]
