@@ -201,3 +201,17 @@ def forget(facts: Facts, target: Segs) -> Facts:
     if not stale:
         return facts
     return {c: v for c, v in facts.items() if c not in stale}
+
+
+def pure(cond: Cond) -> bool:
+    """No call inside: its value cannot change between two reads with no assignment between."""
+    tag = cond[0] if cond else "other"
+    if tag == "call" or tag == "other":
+        return False
+    if tag == "not":
+        return pure(cond[1])
+    if tag in ("and", "or"):
+        return all(pure(p) for p in cond[1])
+    if tag == "cmp":
+        return all(pure(p) or p[0] == "const" for p in cond[2])
+    return True

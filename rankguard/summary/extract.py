@@ -158,6 +158,24 @@ def element_ref(node: ast.AST | None) -> Segs | None:
     return annotation_ref(node.slice)
 
 
+def _is_literal(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and (
+        node.value is None or isinstance(node.value, (bool, int, float, str))
+    )
+
+
+def _is_generator(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A `yield` in the function's own body (not in a nested function, lambda or class)."""
+    todo: list[ast.AST] = list(node.body)
+    while todo:
+        item = todo.pop()
+        if isinstance(item, (ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(item))
+    return False
+
+
 def _is_super(node: ast.Call) -> bool:
     return isinstance(node.func, ast.Name) and node.func.id == "super" and not node.args
 
@@ -185,13 +203,18 @@ class _Reads(ast.NodeVisitor):
         if target and target[0] not in (OPAQUE,) and len(target) > 0:
             self.reads.append(target[:-1] if len(target) > 1 else target)
         args: list[str] = []
-        for arg in node.args:
+        literals: list[tuple[str, Any]] = []
+        for index, arg in enumerate(node.args):
             self._value(arg)
             args.append(short_text(arg))
+            if _is_literal(arg):
+                literals.append((str(index), arg.value))  # type: ignore[attr-defined]
         kwargs: list[tuple[str, str]] = []
         for kw in node.keywords:
             self._value(kw.value)
             kwargs.append((kw.arg or "**", short_text(kw.value)))
+            if kw.arg and _is_literal(kw.value):
+                literals.append((kw.arg, kw.value.value))  # type: ignore[attr-defined]
         self.calls.append(
             CallSite(
                 target,
@@ -200,6 +223,7 @@ class _Reads(ast.NodeVisitor):
                 tuple(args),
                 tuple(kwargs),
                 self._deferred > 0,
+                tuple(literals),
             )
         )
 
@@ -311,7 +335,10 @@ class _Builder:
 
         def param(arg: ast.arg, default: ast.expr | None) -> Param:
             ann = arg.annotation
-            return Param(arg.arg, annotation_ref(ann), _default_text(default), element_ref(ann))
+            literal = (default.value,) if _is_literal(default) else ()  # type: ignore[union-attr]
+            return Param(
+                arg.arg, annotation_ref(ann), _default_text(default), element_ref(ann), literal
+            )
 
         params += [param(arg, default) for arg, default in zip(positional, defaults, strict=True)]
         if a.vararg:
@@ -342,6 +369,7 @@ class _Builder:
                 tuple(refs),
                 isinstance(node, ast.AsyncFunctionDef),
                 global_names,
+                _is_generator(node),
             )
         )
 
@@ -553,7 +581,7 @@ class _Builder:
         if isinstance(node, ast.AnnAssign):
             ann = annotation_ref(node.annotation)
             if ann and shape[0] not in ("call",):
-                shape = ("annotated", ann)
+                shape = ("annotated", ann, shape)
             elif ann:
                 shape = (*shape, ann)
             elif element_ref(node.annotation) is not None:

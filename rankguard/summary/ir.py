@@ -39,6 +39,8 @@ class CallSite:
     args: tuple[str, ...] = ()  # short text of each positional argument
     kwargs: tuple[tuple[str, str], ...] = ()  # (keyword, short text); "**" for **kw
     deferred: bool = False  # inside a lambda: runs later, not here
+    # Arguments that are literal constants: (position as "0", "1", ... or keyword, value).
+    literals: tuple[tuple[str, Any], ...] = ()
 
     @property
     def text(self) -> str:
@@ -81,6 +83,7 @@ class Param:
     annotation: Segs | None = None
     default: str | None = None
     items: Segs | None = None  # element class of a `List[T]`-like annotation
+    literal: tuple[Any, ...] = ()  # (value,) when the default is a literal constant
 
 
 @dataclass(slots=True)
@@ -97,6 +100,7 @@ class FunctionInfo:
     value_refs: tuple[tuple[Segs, int], ...] = ()  # callables passed or stored as values
     is_async: bool = False
     global_names: tuple[str, ...] = ()  # names it declares `global` (and may rebind)
+    is_generator: bool = False  # has `yield`: calling it runs nothing until it is advanced
 
 
 @dataclass(slots=True)

@@ -316,9 +316,9 @@ def test_recursion_and_cycles_terminate(tmp_path: Path):
                 torch.cuda.synchronize()  # expect
                 walk(node.right)
 
-        def event_loop():
+        def event_loop(root):
             while True:
-                walk(None)
+                walk(root)
                 dist.broadcast(None, 0)
                 ping(3)
         """,

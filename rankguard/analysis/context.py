@@ -1,0 +1,176 @@
+"""Facts that hold inside a round, or on entry to a function at one call site.
+
+- The round's facts: the branch of each caller that selects the round function (`if
+  s.enable_overlap: s.event_loop_overlap() else: s.event_loop_normal()` makes
+  `self.enable_overlap` falsy in the normal loop), kept only where every caller agrees.
+- Class invariants: `assert`s on `self` attributes in a constructor.
+- Call-site bindings: constant arguments, and the literal defaults of omitted parameters.
+
+Only attributes no function other than a constructor assigns are trusted (`stable`): a fact
+about an attribute some method reassigns could stop holding in the middle of a round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from rankguard.analysis.feasible import Cond, assume, refs, rename, rooted
+from rankguard.model.program import FunctionRecord, Program
+from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Stmt
+
+_CONSTRUCTORS = frozenset(("__init__", "__post_init__", "__new__"))
+SELF = "self"
+_MISSING = object()
+
+
+class RoundContext:
+    """Per program: which attributes are stable, each class's invariants, each round's facts."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self._unstable: frozenset[str] | None = None
+        self._invariants: dict[str, dict[Cond, Any]] = {}
+
+    # -- stability -----------------------------------------------------------------------------
+    def unstable(self) -> frozenset[str]:
+        """Attribute names assigned anywhere but in a constructor."""
+        if self._unstable is None:
+            names: set[str] = set()
+            for record in self.program.functions.values():
+                if record.info.name in _CONSTRUCTORS:
+                    continue
+                for stmt in _statements(record.info.body):
+                    names.update(t[-1] for t in stmt.targets if len(t) >= 2)
+            self._unstable = frozenset(names)
+        return self._unstable
+
+    def stable(self, cond: Cond) -> bool:
+        """Every `self.a.b` the fact reads names attributes no method reassigns."""
+        unstable = self.unstable()
+        for segs in refs(cond):
+            if segs[0] != SELF:
+                continue
+            attrs = [s for s in segs[1:] if s not in (CALL, SUBSCRIPT)]
+            if CALL in segs or any(a in unstable for a in attrs):
+                return False
+        return True
+
+    def self_facts(self, facts: Mapping[Cond, Any]) -> dict[Cond, Any]:
+        return {c: v for c, v in facts.items() if rooted(c, SELF) and self.stable(c)}
+
+    # -- class invariants ----------------------------------------------------------------------
+    def invariants(self, record: FunctionRecord) -> dict[Cond, Any]:
+        """What a constructor of the method's class (or a base) asserts about `self`, where it
+        stays true."""
+        if record.info.cls is None:
+            return {}
+        cls = f"{record.module}.{record.info.cls}"
+        if cls not in self.program.classes:
+            return {}
+        cached = self._invariants.get(cls)
+        if cached is None:
+            cached = {}
+            for owner in reversed(self.program.mro(cls)):
+                for name in _CONSTRUCTORS:
+                    method = self.program.classes[owner].methods.get(name)
+                    if method is None:
+                        continue
+                    for stmt in self.program.functions[method].info.body:
+                        if stmt.kind == "expr" and stmt.cond:
+                            cached.update(self.self_facts(assume(stmt.cond, True)))
+            self._invariants[cls] = cached
+        return cached
+
+    # -- the round -----------------------------------------------------------------------------
+    def round_facts(self, record: FunctionRecord) -> dict[Cond, Any]:
+        """Facts every caller's selecting branch gives the round function's `self`."""
+        found: dict[Cond, Any] | None = None
+        for caller, call in self._call_sites(record.qualname):
+            facts: dict[Cond, Any] = {}
+            receiver = call.target[:-1]
+            aliases = _aliases(caller.info.body)
+            for cond, positive in _guards_of(caller.info.body, call) or ():
+                for name, segs in aliases.items():
+                    cond = rename(cond, (name,), segs)
+                if len(receiver) == 1 and receiver[0] != SELF:
+                    cond = rename(cond, receiver, (SELF,))
+                elif receiver != (SELF,):
+                    continue
+                facts.update(self.self_facts(assume(cond, positive)))
+            if found is not None:
+                facts = {c: v for c, v in found.items() if c in facts and facts[c] == v}
+            found = facts
+        facts = dict(found or {})
+        facts.update(self.invariants(record))
+        return facts
+
+    def _call_sites(self, name: str) -> Iterator[tuple[FunctionRecord, CallSite]]:
+        for caller in sorted(self.program.calls):
+            for resolved in self.program.calls[caller]:
+                if any(t.name == name and t.kind == "call" for t in resolved.targets):
+                    yield self.program.functions[caller], resolved.call
+
+
+def bindings(callee: FunctionRecord, call: CallSite, known: Mapping[Cond, Any]) -> dict[Cond, Any]:
+    """Constant parameters of `callee` at `call`: literal arguments, known names passed on,
+    and literal defaults of parameters the call leaves out."""
+    params = list(callee.info.params)
+    bound_self = callee.info.cls is not None and params and params[0].name in ("self", "cls")
+    if bound_self and (len(call.target) >= 2 or callee.info.name == "__init__"):
+        params = params[1:]
+    starred = any(a.startswith("*") for a in call.args) or any(k == "**" for k, _ in call.kwargs)
+    literal = dict(call.literals)
+    out: dict[Cond, Any] = {}
+    passed = {p.name for p in params[: len(call.args)]} | {k for k, _ in call.kwargs}
+    for index, param in enumerate(params):
+        if param.name.startswith("*"):
+            break
+        key = str(index) if index < len(call.args) else param.name
+        if key in literal:
+            out[("ref", (param.name,))] = literal[key]
+        elif index < len(call.args) and call.args[index].isidentifier():
+            value = known.get(("ref", (call.args[index],)), _MISSING)
+            if value is not _MISSING:
+                out[("ref", (param.name,))] = value
+        elif param.name not in passed and not starred and param.literal:
+            out[("ref", (param.name,))] = param.literal[0]
+    return out
+
+
+def _statements(body: Sequence[Stmt]) -> Iterator[Stmt]:
+    for stmt in body:
+        yield stmt
+        for block in stmt.blocks:
+            yield from _statements(block)
+
+
+def _aliases(body: Sequence[Stmt]) -> dict[str, tuple[str, ...]]:
+    """Locals assigned exactly once, from a plain reference (`mode = s.mode`)."""
+    seen: dict[str, tuple[str, ...] | None] = {}
+    for stmt in _statements(body):
+        for target in stmt.targets:
+            if len(target) != 1:
+                continue
+            name = target[0]
+            value = stmt.value
+            if value and value[0] == "annotated" and len(value) > 2:
+                value = value[2]  # `mode: Mode = s.mode`
+            ref = value[1] if stmt.kind == "assign" and value and value[0] == "ref" else None
+            seen[name] = None if name in seen else ref
+    return {k: v for k, v in seen.items() if v}
+
+
+def _guards_of(body: Sequence[Stmt], call: CallSite) -> list[tuple[Cond, bool]] | None:
+    """The (condition, side) pairs enclosing `call` in `body`, outermost first."""
+    for stmt in body:
+        if any(c is call for c in stmt.calls):
+            return []
+        for index, block in enumerate(stmt.blocks):
+            inner = _guards_of(block, call)
+            if inner is None:
+                continue
+            if stmt.kind == "if":
+                return [(stmt.cond, index == 0), *inner]
+            return inner
+    return None
