@@ -44,14 +44,14 @@ from rankguard.analysis.blocking_types import (
     same,
 )
 from rankguard.analysis.context import SELF, RoundContext, bindings
-from rankguard.analysis.feasible import Cond, assume, contradicts, forget, pure
 from rankguard.analysis.precision import assigned_fact, cadence_of
 from rankguard.analysis.reach import followed
 from rankguard.analysis.rounds import CollectiveSite, Round
 from rankguard.catalogs.catalog import BlockingCatalog, CollectiveCatalog
 from rankguard.core.chains import Hop
+from rankguard.model.facts import Cond, assume, contradicts, forget, pure
 from rankguard.model.program import FunctionRecord, Program, Target
-from rankguard.summary.ir import CallSite, Segs, Stmt
+from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt
 
 _MAX_LOOP_PASSES = 8
 _CONTEXT_MANAGERS = frozenset(("contextmanager", "asynccontextmanager"))
@@ -261,11 +261,13 @@ class _Walk:
 
     def assign(self, stmt: Stmt, state: State) -> State:
         state = self._forget_facts(state, stmt.targets)
-        names = [t[0] for t in stmt.targets if len(t) == 1]
+        names = [".".join(t) for t in stmt.targets if CALL not in t and SUBSCRIPT not in t]
         if not names:
             return state
         env = dict(state.env)
-        fact = assigned_fact(stmt, state.env) if len(stmt.targets) == 1 else None
+        attrs = self.a.classify.placement.attribute
+        single = len(stmt.targets) == 1
+        fact = assigned_fact(stmt, state.env, state.known, attrs) if single else None
         for name in names:
             if fact is None:
                 env.pop(name, None)

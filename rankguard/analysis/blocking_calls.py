@@ -15,8 +15,6 @@ from collections.abc import Mapping, Sequence
 
 from rankguard.analysis.blocking_types import BlockingCall, Guards, call_text
 from rankguard.analysis.precision import (
-    CPU,
-    DEVICE,
     flags_clear,
     receiver_fact,
     thread_dead,
@@ -24,6 +22,7 @@ from rankguard.analysis.precision import (
 )
 from rankguard.catalogs.catalog import BlockingCatalog, BlockingEntry
 from rankguard.core.chains import Hop
+from rankguard.model.placement import CPU, DEVICE, AttributePlacement
 from rankguard.model.program import FunctionRecord, Program, Target
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt, segs_text
 
@@ -42,6 +41,9 @@ class CallClassifier:
         self.cadence_helpers = tuple(cadence_helpers)
         self._property_names: frozenset[str] | None = None
         self._property_memo: dict[tuple[str, Segs], tuple[str, ...]] = {}
+        self.placement = AttributePlacement(
+            {name: record.info.body for name, record in program.functions.items()}
+        )
 
     # -- model lookups -------------------------------------------------------------------------
     def function_cadence(self, name: str) -> str | None:
@@ -121,11 +123,11 @@ class CallClassifier:
             return None
         guard = entry.guard
         if guard == "tensor-device":
-            fact = receiver_fact(call, stmt_calls, env)
+            fact = receiver_fact(call, stmt_calls, env, self.placement.attribute)
             if fact == CPU:
                 return None
             if fact == DEVICE:
-                confidence, note = "high", "the tensor was created on a device (literal device=)"
+                confidence, note = "high", "the tensor is known to live on a device"
             elif confidence != "low":
                 confidence, note = "medium", "the tensor's device is not known here"
         elif guard == "zmq-flags":

@@ -12,9 +12,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rankguard.analysis.feasible import Cond
 from rankguard.analysis.rounds import CollectiveSite, Round
 from rankguard.core.chains import Hop
+from rankguard.model.facts import Cond
 from rankguard.summary.ir import CallSite, segs_text
 
 Key = tuple[str, int, int, str]

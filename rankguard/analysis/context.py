@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from rankguard.analysis.feasible import Cond, assume, refs, rename, rooted
+from rankguard.model.facts import Cond, assume, refs, rename, rooted
 from rankguard.model.program import FunctionRecord, Program
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Stmt
 

@@ -5,12 +5,18 @@ first, small and picklable:
 
     ("and", (c, ...))  ("or", (c, ...))  ("not", c)
     ("ref", segs)                   a dotted reference as written (`self.enable_overlap`)
-    ("call", segs, args, kwargs)    a call; args are conditions, kwargs (name, condition) pairs
+    ("call", segs, args, kwargs[, receiver])
+                                    a call; args are trees, kwargs (name, tree) pairs; a method
+                                    of a computed value (`f(x).float()`) adds its receiver's tree
     ("const", value)                a literal: bool, None, int, float or str
     ("cmp", ops, operands)          `a == b`, `x is not None`: ops are the operator names
+    ("if", test, body, orelse)      a conditional expression
+    ("tuple", elts)                 a tuple or list display (positions kept)
     ("other",)                      anything else (its truth is never known)
 
-A `with` statement keeps each item's shape the same way (`with_items`), so an analysis can tell
+Assignments and returns keep their value the same way (`Stmt.tree`), so value facts (where a
+tensor lives, which device an expression names) are read from structure too. A `with` statement
+keeps each item's shape the same way (`with_items`), so an analysis can tell
 which item is a bare reference (a lock being acquired) without splitting text on commas.
 """
 
@@ -57,9 +63,16 @@ def condition(node: ast.AST | None, reference: Any, depth: int = 0) -> Cond:
         if node.value is None or isinstance(node.value, (bool, int, float, str)):
             return ("const", node.value)
         return OTHER
-    if isinstance(node, (ast.Name, ast.Attribute)):
+    if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript)):
         segs = _ref(node, reference)
         return ("ref", segs) if segs else OTHER
+    if isinstance(node, ast.IfExp):
+        parts = (node.test, node.body, node.orelse)
+        return ("if", *(condition(p, reference, nxt) for p in parts))
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return ("tuple", tuple(condition(e, reference, nxt) for e in node.elts))
+    if isinstance(node, ast.Await):
+        return condition(node.value, reference, depth)
     if isinstance(node, ast.Call):
         segs = _ref(node.func, reference)
         if segs is None:
@@ -68,6 +81,9 @@ def condition(node: ast.AST | None, reference: Any, depth: int = 0) -> Cond:
         kwargs = tuple(
             (kw.arg or "**", condition(kw.value, reference, nxt)) for kw in node.keywords
         )
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, (ast.Call, ast.Subscript)):
+            return ("call", segs, args, kwargs, condition(func.value, reference, nxt))
         return ("call", segs, args, kwargs)
     if isinstance(node, ast.Compare):
         ops = tuple(_CMP.get(type(op), "?") for op in node.ops)

@@ -456,7 +456,12 @@ class _Builder:
                 if OPAQUE not in ref:
                     self._value_refs[-1].append((ref, line))
             return Stmt(
-                "return", line, tuple(r.calls), reads=tuple(r.reads), value=_value_shape(node.value)
+                "return",
+                line,
+                tuple(r.calls),
+                reads=tuple(r.reads),
+                value=_value_shape(node.value),
+                tree=condition(node.value, reference) if node.value is not None else (),
             )
         if isinstance(node, ast.Raise):
             r = self._exprs([node.exc, node.cause])
@@ -598,6 +603,7 @@ class _Builder:
             targets=tuple(targets),
             reads=tuple(reads),
             value=shape,
+            tree=() if isinstance(node, ast.AugAssign) else condition(value, reference),
         )
 
     def imports(self, node: ast.Import | ast.ImportFrom, scope: str) -> None:

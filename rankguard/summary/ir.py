@@ -75,6 +75,7 @@ class Stmt:
     # An `assert` is an "expr" statement whose `cond` is set.
     cond: tuple[Any, ...] = ()
     items: tuple[tuple[Any, ...], ...] = ()  # with: each item's expression, as a tree
+    tree: tuple[Any, ...] = ()  # assign / return: the value as a tree (`summary.conditions`)
 
 
 @dataclass(slots=True)

@@ -78,7 +78,19 @@ def evaluate(cond: Cond, facts: Facts) -> Any:
         return UNKNOWN if unknown else not stop
     if tag == "cmp" and len(cond[1]) == 1:
         return _compare(cond[1][0], evaluate(cond[2][0], facts), evaluate(cond[2][1], facts))
+    if tag == "if":
+        return choose(cond, facts, evaluate)
     return UNKNOWN
+
+
+def choose(cond: Cond, facts: Facts, value: Any) -> Any:
+    """A conditional expression's value: the side its test picks, or the value both sides
+    agree on (`value(side, facts)` reads a side; UNKNOWN when they differ)."""
+    test = truth(evaluate(cond[1], facts))
+    if test is not None:
+        return value(cond[2] if test else cond[3], facts)
+    body, orelse = value(cond[2], facts), value(cond[3], facts)
+    return body if body == orelse else UNKNOWN
 
 
 def _compare(op: str, left: Any, right: Any) -> Any:
