@@ -43,10 +43,11 @@ from rankguard.analysis.blocking_types import (
     merge,
     same,
 )
+from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.context import SELF, RoundContext, bindings
 from rankguard.analysis.precision import assigned_fact, cadence_of
 from rankguard.analysis.reach import followed
-from rankguard.analysis.rounds import CollectiveSite, Round
+from rankguard.analysis.rounds import Round
 from rankguard.catalogs.catalog import BlockingCatalog, CollectiveCatalog
 from rankguard.core.chains import Hop
 from rankguard.model.facts import Cond, assume, contradicts, forget, pure

@@ -12,7 +12,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from rankguard.analysis.rounds import CollectiveSite, Round
+from rankguard.analysis.collectives import CollectiveSite
+from rankguard.analysis.rounds import Round
 from rankguard.core.chains import Hop
 from rankguard.model.facts import Cond
 from rankguard.summary.ir import CallSite, segs_text

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from rankguard.analysis.collectives import CollectiveReach, CollectiveSite
 from rankguard.analysis.reach import FOLLOWED, reach_from
-from rankguard.analysis.rounds import CollectiveReach, CollectiveSite
 from rankguard.core.chains import Hop, chain_json
 from rankguard.model.program import FunctionRecord, Program, walk_calls, walk_statements
 from rankguard.summary.extract import reference

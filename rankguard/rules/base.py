@@ -84,7 +84,7 @@ class RuleContext:
 
     @cached_property
     def reach(self):  # -> CollectiveReach
-        from rankguard.analysis.rounds import CollectiveReach
+        from rankguard.analysis.collectives import CollectiveReach
 
         return CollectiveReach(self.program, self.collectives)
 

@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
+from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.divergence import (
     SourceCatalog,
     find_divergent_calls,
@@ -13,7 +14,6 @@ from rankguard.analysis.divergence import (
     is_uniform_name,
 )
 from rankguard.analysis.reach import match_rounds
-from rankguard.analysis.rounds import CollectiveReach
 from rankguard.catalogs.catalog import collective_catalog
 from rankguard.core.config import Config
 from rankguard.model import Program
