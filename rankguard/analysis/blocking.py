@@ -226,6 +226,8 @@ class _Walk:
             if self.loops:
                 self.loops[-1][0 if kind == "break" else 1].append(state)
             return None
+        if kind in ("if", "loop"):
+            state = self.truth_test(stmt, state, cadence)
         if kind == "if":
             inner = cadence or cadence_of(stmt.text, state.env)
             body = self.branch(stmt, 0, state, guards, inner)
@@ -252,7 +254,17 @@ class _Walk:
         if contradicts(stmt.cond, positive, state.known):
             return None
         inner = self.assume(state, stmt.cond, positive)
+        inner = inner.evolve(taken=(*inner.taken, (stmt.cond, positive)))
         return self.block(stmt.blocks[side], inner, (*guards, (stmt.cond, positive)), cadence)
+
+    def truth_test(self, stmt: Stmt, state: State, cadence: str | None) -> State:
+        """`if done:` / `while not flag:` on a device tensor reads its value on the host."""
+        found = self.a.classify.truth_test(self.record, stmt, state.env, cadence)
+        if found is None:
+            return state
+        pending = dict(state.pending)
+        merge(pending, {found.key: found})
+        return state.evolve(pending=pending)
 
     def assume(self, state: State, cond: Cond, positive: bool) -> State:
         facts = {c: v for c, v in assume(cond, positive).items() if pure(c)}
@@ -375,7 +387,7 @@ class _Walk:
         hop = Hop(self.fn, self.record.path, call.line)
         targets = followed(self.a.program, self.fn, call)
         blocking = self.a.blocking_call(
-            self.record, call, stmt_calls, targets, state.env, guards, cadence
+            self.record, call, stmt_calls, targets, state.env, state.taken, cadence
         )
         if blocking is not None:
             pending = dict(state.pending)

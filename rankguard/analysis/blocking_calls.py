@@ -15,14 +15,17 @@ from collections.abc import Mapping, Sequence
 
 from rankguard.analysis.blocking_types import BlockingCall, Guards, call_text
 from rankguard.analysis.precision import (
+    bounded,
     flags_clear,
     receiver_fact,
     thread_dead,
     timeout_clear,
+    unreachable_while,
+    value_fact,
 )
 from rankguard.catalogs.catalog import BlockingCatalog, BlockingEntry
 from rankguard.core.chains import Hop
-from rankguard.model.placement import CPU, DEVICE, AttributePlacement
+from rankguard.model.placement import CPU, DEVICE, AttributePlacement, of_segs, produced
 from rankguard.model.program import FunctionRecord, Program, Target
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt, segs_text
 
@@ -122,6 +125,11 @@ class CallClassifier:
         if entry is None:
             return None
         guard = entry.guard
+        taken = (*guards,)
+        if bounded(call, stmt_calls):
+            return None
+        if any(unreachable_while(call, taken, m, False) for m in entry.ready):
+            return None
         if guard == "tensor-device":
             fact = receiver_fact(call, stmt_calls, env, self.placement.attribute)
             if fact == CPU:
@@ -130,6 +138,17 @@ class CallClassifier:
                 confidence, note = "high", "the tensor is known to live on a device"
             elif confidence != "low":
                 confidence, note = "medium", "the tensor's device is not known here"
+        elif guard == "tensor-arg":
+            first = call.args[0] if call.args else ""
+            if not first.isidentifier():
+                return None
+            if value_fact((first,), stmt_calls, call, env, self.placement.attribute) != DEVICE:
+                return None
+            note = "the tensor is known to live on a device"
+        elif guard == "device-result":
+            if produced(call, env, lambda: None) != DEVICE:
+                return None
+            note = "the tensor is made on a device"
         elif guard == "zmq-flags":
             if flags_clear(call):
                 return None
@@ -138,7 +157,7 @@ class CallClassifier:
         elif guard == "timeout":
             if timeout_clear(call, entry):
                 return None
-        elif guard == "thread-dead" and (thread_dead(call, guards) or timeout_clear(call, entry)):
+        elif guard == "thread-dead" and (thread_dead(call, taken) or timeout_clear(call, entry)):
             return None
         return BlockingCall(
             callee=entry.name,
@@ -178,3 +197,24 @@ class CallClassifier:
                 )  # fmt: skip
                 found[call.key] = call
         return found
+
+    def truth_test(
+        self, record: FunctionRecord, stmt: Stmt, env: Mapping[str, str], cadence: str | None
+    ) -> BlockingCall | None:
+        """The test of an `if` / `while` is a tensor known to live on a device."""
+        cond = stmt.cond
+        while cond and cond[0] == "not":
+            cond = cond[1]
+        if not cond or cond[0] != "ref":
+            return None
+        if of_segs(cond[1], env, self.placement.attribute) != DEVICE:
+            return None
+        entry = self.catalog.match("<builtin>.bool")
+        if entry is None:
+            return None
+        fn = record.qualname
+        return BlockingCall(
+            entry.name, "", entry.kind, entry.reason, "high",
+            "the tensor is known to live on a device", f"if {segs_text(cond[1])}:",
+            record.path, stmt.line, 0, fn, (Hop(fn, record.path, stmt.line),), cadence,
+        )  # fmt: skip

@@ -91,6 +91,9 @@ class State:
     pending: Mapping[Key, BlockingCall]
     env: Mapping[str, str] = field(default_factory=dict)  # local name -> value fact
     known: Mapping[Cond, Any] = field(default_factory=dict)  # conditions' known values
+    # Branch conditions this path took in the function (enclosing ones, and those whose other
+    # side left: `if not w.is_completed(): continue`), as (condition, side) pairs.
+    taken: tuple[tuple[Cond, bool], ...] = ()
 
     def evolve(self, **changes: Any) -> State:
         return replace(self, **changes)
@@ -115,7 +118,8 @@ def join(states: Iterable[State | None]) -> State | None:
         merge(pending, state.pending)
     env = _agreed([s.env for s in live])
     known = _agreed([s.known for s in live])
-    return State(any(s.clean for s in live), pending, env, known)
+    taken = tuple(t for t in live[0].taken if all(t in s.taken for s in live[1:]))
+    return State(any(s.clean for s in live), pending, env, known, taken)
 
 
 def _agreed(maps: list[Mapping[Any, Any]]) -> dict[Any, Any]:
@@ -131,6 +135,7 @@ def same(a: State, b: State) -> bool:
         and a.pending.keys() == b.pending.keys()
         and a.env == b.env
         and a.known == b.known
+        and a.taken == b.taken
     )
 
 

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from rankguard.catalogs.catalog import BlockingEntry
-from rankguard.model.facts import TRUTHY, Cond, Facts, contradicts
+from rankguard.model.facts import FALSY, TRUTHY, Cond, Facts, contradicts
 from rankguard.model.placement import Attrs, Env, of_segs, of_tree, produced
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt
 
@@ -89,13 +89,35 @@ def timeout_clear(call: CallSite, entry: BlockingEntry) -> bool:
     return False
 
 
-def thread_dead(call: CallSite, guards: Sequence[tuple[Cond, bool]]) -> bool:
-    """`t.join()` where the enclosing conditions cannot all hold while `t.is_alive()`."""
+def unreachable_while(
+    call: CallSite, guards: Sequence[tuple[Cond, bool]], method: str, truthy: bool
+) -> bool:
+    """The conditions on the path cannot all hold while `receiver.<method>()` has that truth:
+    `if not t.is_alive(): t.join()`, `if w.is_completed(): w.wait()`."""
     receiver = tuple(s for s in call.target[:-1] if s != CALL)
     if not receiver:
         return False
-    alive = {("call", (*receiver, "is_alive"), (), ()): TRUTHY}
-    return any(contradicts(cond, positive, alive) for cond, positive in guards)
+    state = {("call", (*receiver, method), (), ()): TRUTHY if truthy else FALSY}
+    return any(contradicts(cond, positive, state) for cond, positive in guards)
+
+
+def thread_dead(call: CallSite, guards: Sequence[tuple[Cond, bool]]) -> bool:
+    return unreachable_while(call, guards, "is_alive", True)
+
+
+def bounded(call: CallSite, stmt_calls: Sequence[CallSite]) -> bool:
+    """Awaited inside `asyncio.wait_for(..., timeout)` (or under `asyncio.timeout(...)`) in the
+    same statement: the wait gives up."""
+    after = False
+    for other in stmt_calls:
+        if other is call:
+            after = True
+            continue
+        if after and other.target[-1:] == ("wait_for",):
+            timeout = other.kwarg("timeout") or (other.args[1] if len(other.args) > 1 else None)
+            if timeout is not None and timeout != "None":
+                return True
+    return False
 
 
 def cadence_of(condition: str, env: Mapping[str, str]) -> str | None:

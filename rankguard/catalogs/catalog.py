@@ -52,7 +52,9 @@ def collective_catalog(extra_patterns: tuple[str, ...] = ()) -> CollectiveCatalo
 
 # -- what blocks --------------------------------------------------------------------------------
 
-GUARDS = frozenset(("tensor-device", "zmq-flags", "timeout", "thread-dead"))
+GUARDS = frozenset(
+    ("tensor-device", "tensor-arg", "device-result", "zmq-flags", "timeout", "thread-dead")
+)
 
 
 def normalise(callee: str) -> str:
@@ -73,6 +75,7 @@ class BlockingEntry:
     guard: str | None = None
     block_arg: int | None = None
     timeout_arg: int | None = None
+    ready: tuple[str, ...] = ()  # receiver methods whose truth means the wait returns at once
     origin: str = "catalog"  # catalog | config
 
 
@@ -80,7 +83,8 @@ def _entry(data: dict, origin: str, where: str) -> BlockingEntry:
     from rankguard.core.errors import InputError
 
     unknown = set(data) - {
-        "name", "kind", "reason", "match", "methods", "context", "guard", "block-arg", "timeout-arg"
+        "name", "kind", "reason", "match", "methods", "context", "guard", "block-arg",
+        "timeout-arg", "ready",
     }  # fmt: skip
     if unknown:
         raise InputError(f"{where}: unknown key(s) {sorted(unknown)} in a blocking entry")
@@ -100,6 +104,7 @@ def _entry(data: dict, origin: str, where: str) -> BlockingEntry:
         guard=guard,
         block_arg=data.get("block-arg"),
         timeout_arg=data.get("timeout-arg"),
+        ready=tuple(data.get("ready", ())),
         origin=origin,
     )
 
