@@ -44,7 +44,7 @@ from rankguard.analysis.blocking_types import (
     same,
 )
 from rankguard.analysis.collectives import CollectiveSite
-from rankguard.analysis.context import SELF, RoundContext, bindings
+from rankguard.analysis.context import SELF, RoundContext, bindings, placements
 from rankguard.analysis.precision import assigned_fact, cadence_of
 from rankguard.analysis.reach import followed
 from rankguard.analysis.rounds import Round
@@ -58,7 +58,7 @@ _MAX_LOOP_PASSES = 8
 _CONTEXT_MANAGERS = frozenset(("contextmanager", "asynccontextmanager"))
 
 __all__ = ["BlockingAnalysis", "BlockingCall", "Pair", "Regions", "analysis_for"]
-MemoKey = tuple[str, frozenset[tuple[Cond, Any]]]
+MemoKey = tuple[str, frozenset[tuple[Cond, Any]], frozenset[tuple[str, str]]]
 
 
 class BlockingAnalysis:
@@ -93,10 +93,12 @@ class BlockingAnalysis:
         return self.classify.blocking_call(record, call, stmt_calls, targets, env, guards, cadence)
 
     # -- summaries -----------------------------------------------------------------------------
-    def summary(self, name: str, known: Mapping[Cond, Any]) -> tuple[Summary, set[str]]:
-        """`name`'s summary under `known` (facts on entry), and the functions still on the stack
-        that it was cut short at."""
-        key = (name, frozenset(known.items()))
+    def summary(
+        self, name: str, known: Mapping[Cond, Any], env: Mapping[str, str]
+    ) -> tuple[Summary, set[str]]:
+        """`name`'s summary under `known` and `env` (facts on entry), and the functions still on
+        the stack that it was cut short at."""
+        key = (name, frozenset(known.items()), frozenset(env.items()))
         memo = self._memo.get(key)
         if memo is not None:
             return memo, set()
@@ -104,7 +106,7 @@ class BlockingAnalysis:
         self._stack.append(name)
         try:
             walk = _Walk(self, record)
-            out = walk.block(record.info.body, State(True, {}, {}, known), (), None)
+            out = walk.block(record.info.body, State(True, {}, env, known), (), None)
             end = join([out, *walk.returns])
         finally:
             self._stack.pop()
@@ -419,7 +421,12 @@ class _Walk:
         if self.a.on_stack(name):
             self.cut.add(name)
             return state
-        summary, cut = self.a.summary(name, self.a.entry_facts(name, call, state.known))
+        record = self.a.program.functions[name]
+        env = {}
+        if call is not None:
+            env = placements(record, call, state.env, self.a.classify.placement.attribute)
+        known = self.a.entry_facts(name, call, state.known)
+        summary, cut = self.a.summary(name, known, env)
         self.cut |= cut
         return self.apply(summary, state, hop, cadence)
 

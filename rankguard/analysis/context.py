@@ -16,8 +16,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from rankguard.model.facts import Cond, assume, refs, rename, rooted
+from rankguard.model.placement import Attrs, of_segs
 from rankguard.model.program import FunctionRecord, Program
-from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Stmt
+from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Param, Stmt
 
 _CONSTRUCTORS = frozenset(("__init__", "__post_init__", "__new__"))
 SELF = "self"
@@ -112,29 +113,66 @@ class RoundContext:
                     yield self.program.functions[caller], resolved.call
 
 
-def bindings(callee: FunctionRecord, call: CallSite, known: Mapping[Cond, Any]) -> dict[Cond, Any]:
-    """Constant parameters of `callee` at `call`: literal arguments, known names passed on,
-    and literal defaults of parameters the call leaves out."""
+def _params(callee: FunctionRecord, call: CallSite) -> list[Param]:
+    """The parameters the call's arguments fill (a bound method's `self` left out)."""
     params = list(callee.info.params)
     bound_self = callee.info.cls is not None and params and params[0].name in ("self", "cls")
     if bound_self and (len(call.target) >= 2 or callee.info.name == "__init__"):
         params = params[1:]
+    return params
+
+
+def _passed(callee: FunctionRecord, call: CallSite) -> dict[str, tuple[str, str]]:
+    """Parameter name -> (literal key, argument text) for each argument the call passes."""
+    out: dict[str, tuple[str, str]] = {}
+    for index, param in enumerate(_params(callee, call)):
+        if param.name.startswith("*") or index >= len(call.args):
+            break
+        if call.args[index].startswith("*"):
+            return {}  # `f(*args)`: positions unknown from here on
+        out[param.name] = (str(index), call.args[index])
+    for key, text in call.kwargs:
+        if key != "**":
+            out[key] = (key, text)
+    return out
+
+
+def bindings(callee: FunctionRecord, call: CallSite, known: Mapping[Cond, Any]) -> dict[Cond, Any]:
+    """Constant parameters of `callee` at `call`: literal arguments, known names passed on,
+    and literal defaults of parameters the call leaves out."""
     starred = any(a.startswith("*") for a in call.args) or any(k == "**" for k, _ in call.kwargs)
     literal = dict(call.literals)
+    passed = _passed(callee, call)
     out: dict[Cond, Any] = {}
-    passed = {p.name for p in params[: len(call.args)]} | {k for k, _ in call.kwargs}
-    for index, param in enumerate(params):
+    for param in _params(callee, call):
         if param.name.startswith("*"):
             break
-        key = str(index) if index < len(call.args) else param.name
-        if key in literal:
-            out[("ref", (param.name,))] = literal[key]
-        elif index < len(call.args) and call.args[index].isidentifier():
-            value = known.get(("ref", (call.args[index],)), _MISSING)
-            if value is not _MISSING:
-                out[("ref", (param.name,))] = value
-        elif param.name not in passed and not starred and param.literal:
+        if param.name in passed:
+            key, text = passed[param.name]
+            if key in literal:
+                out[("ref", (param.name,))] = literal[key]
+            elif text.isidentifier():
+                value = known.get(("ref", (text,)), _MISSING)
+                if value is not _MISSING:
+                    out[("ref", (param.name,))] = value
+        elif not starred and param.literal:
             out[("ref", (param.name,))] = param.literal[0]
+    return out
+
+
+def placements(
+    callee: FunctionRecord, call: CallSite, env: Mapping[str, str], attrs: Attrs
+) -> dict[str, str]:
+    """Where the tensors passed to `callee` live, per parameter: a local's fact or an
+    attribute's placement (`f(ids_cpu, batch.seq_lens_cpu)`)."""
+    out: dict[str, str] = {}
+    for name, (_, text) in _passed(callee, call).items():
+        parts = tuple(text.split("."))
+        if not all(p.isidentifier() for p in parts):
+            continue  # only plain names and attribute chains
+        place = of_segs(parts, env, attrs)
+        if place is not None:
+            out[name] = place
     return out
 
 

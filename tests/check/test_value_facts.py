@@ -106,3 +106,28 @@ def test_a_cuda_event_wait_is_a_stream_wait(tmp_path: Path):
                 dist.barrier()
         """,
     )
+
+
+def test_parameters_are_placed_per_call_site(tmp_path: Path):
+    code, findings = _marked_with_code(
+        tmp_path,
+        """
+        def write(indices, lens):
+            for i in range(3):
+                a = indices[i].item()  # expect
+                b = lens[i].item()
+
+        def event_loop(ids):
+            while True:
+                host = torch.tensor(ids, dtype=torch.int64)
+                dev = torch.ones(3, device="cuda")
+                write(host, host)
+                dist.barrier()
+                write(dev, host)
+                dist.all_reduce(None)
+        """,
+    )
+    # Only the call that passes a device tensor makes `indices[i].item()` a device sync.
+    line = code.splitlines().index("        write(dev, host)") + 1
+    assert [f.extra["chain"][0]["line"] for f in findings] == [line]
+    assert findings[0].extra["confidence"] == "high"
