@@ -51,13 +51,14 @@ from rankguard.analysis.rounds import Round
 from rankguard.catalogs.catalog import BlockingCatalog, CollectiveCatalog
 from rankguard.core.chains import Hop
 from rankguard.model.facts import Cond, assume, contradicts, forget, pure
-from rankguard.model.program import FunctionRecord, Program, Target
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord, Target
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt
 
 _MAX_LOOP_PASSES = 8
 _CONTEXT_MANAGERS = frozenset(("contextmanager", "asynccontextmanager"))
 
-__all__ = ["BlockingAnalysis", "BlockingCall", "Pair", "Regions", "analysis_for"]
+__all__ = ["BlockingAnalysis", "BlockingCall", "Pair", "Regions"]
 MemoKey = tuple[str, frozenset[tuple[Cond, Any]], frozenset[tuple[str, str]]]
 
 
@@ -448,20 +449,3 @@ class _Walk:
             for site, chain in first.items():
                 self.first.setdefault(site, chain)
         return state.evolve(clean=False, pending=tail)
-
-
-def analysis_for(context: Any) -> BlockingAnalysis:
-    """One shared analysis per `RuleContext` (other rules reuse the same summaries)."""
-    from rankguard.catalogs.catalog import blocking_catalog
-
-    cached = context.__dict__.get("_blocking_analysis")
-    if cached is None:
-        config = context.config
-        cached = BlockingAnalysis(
-            context.program,
-            context.collectives,
-            blocking_catalog(config.blocking, config.non_blocking),
-            config.cadence_helpers,
-        )
-        context.__dict__["_blocking_analysis"] = cached
-    return cached

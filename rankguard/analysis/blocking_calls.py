@@ -26,7 +26,8 @@ from rankguard.analysis.precision import (
 from rankguard.catalogs.catalog import BlockingCatalog, BlockingEntry
 from rankguard.core.chains import Hop
 from rankguard.model.placement import CPU, DEVICE, AttributePlacement, of_segs, produced
-from rankguard.model.program import FunctionRecord, Program, Target
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord, Target
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt, segs_text
 
 _CACHE_DECORATORS = frozenset(("cache", "lru_cache", "cached_property", "cached"))

@@ -33,8 +33,9 @@ from dataclasses import dataclass
 from rankguard.analysis.reach import FOLLOWED
 from rankguard.catalogs.catalog import CollectiveCatalog
 from rankguard.core.chains import Hop
-from rankguard.model.program import FunctionRecord, Program, walk_calls
-from rankguard.summary.ir import CallSite
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord
+from rankguard.summary.ir import CallSite, walk_calls
 
 
 @dataclass(frozen=True)

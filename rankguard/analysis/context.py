@@ -17,7 +17,8 @@ from typing import Any
 
 from rankguard.model.facts import Cond, assume, refs, rename, rooted
 from rankguard.model.placement import Attrs, of_segs
-from rankguard.model.program import FunctionRecord, Program
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Param, Stmt
 
 _CONSTRUCTORS = frozenset(("__init__", "__post_init__", "__new__"))

@@ -12,27 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from rankguard.analysis.collectives import CollectiveReach, CollectiveSite, Event
-from rankguard.analysis.reach import match_rounds
+from rankguard.analysis.reach import loop_calls, match_rounds, round_loop
 from rankguard.catalogs.catalog import CollectiveCatalog
 from rankguard.core.chains import Hop, chain_json
-from rankguard.model.program import FunctionRecord, Program, walk_calls, walk_statements
-from rankguard.summary.ir import CallSite, Stmt
-
-
-def round_loop(record: FunctionRecord) -> Stmt | None:
-    """The loop whose iterations are rounds: `while True` first, else a `while`, else a `for`."""
-    loops = [s for s in walk_statements(record.info.body) if s.kind == "loop"]
-    for wanted in (lambda s: s.infinite, lambda s: not s.targets, lambda s: True):
-        for loop in loops:
-            if wanted(loop):
-                return loop
-    return None
-
-
-def loop_calls(loop: Stmt) -> list[CallSite]:
-    """Calls one iteration evaluates: a `while` test, then the body."""
-    header = list(loop.calls) if not loop.targets else []
-    return header + list(walk_calls(loop.blocks[0]))
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord
+from rankguard.summary.ir import Stmt
 
 
 @dataclass

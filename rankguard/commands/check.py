@@ -215,20 +215,26 @@ def run(args: argparse.Namespace) -> int:
     everything = CheckResult()  # every root's findings, before the file restriction
     result = CheckResult()
     errors: list[ErrorRecord] = []
-    cache = make_cache(config, args.cache_dir, enabled=not args.no_cache)
+    cache = make_cache(args.cache_dir, enabled=not args.no_cache)
     targets = plan_targets(paths, config, explicit_config=args.config is not None)
     for target in targets:
         tree = read_directory(target.root, config.exclude)
         program = load_program(tree, config, cache)
         base = target.root if target.root.is_dir() else target.root.parent
-        where = results_path(tree, cache, chosen, f"round-tail={args.include_round_tail}")
+        where = results_path(tree, cache, config, chosen, f"round-tail={args.include_round_tail}")
         cached = load_results(where)
         if cached is not None:
             part = cached.check
         else:
-            options["read_source"] = lambda rel, root=base: (root / rel).read_text("utf-8")
-            part = run_rules(program, config, chosen, options)
-            store_results(where, Results(part, None))
+            part = run_rules(
+                program,
+                config,
+                chosen,
+                options,
+                read_source=lambda rel, root=base: (root / rel).read_text("utf-8"),
+            )
+            if not part.failures:  # a rule that raised is retried next run, not remembered
+                store_results(where, Results(part, None))
         if args.report_unused_ignores:
             ran = [rule.name for rule in chosen]
             part.findings = sorted([*part.findings, *unused_ignores(program, part, ran, rules)])
@@ -244,6 +250,7 @@ def run(args: argparse.Namespace) -> int:
             ErrorRecord(prefix + e.path, e.message)
             for e in target.restrict(program.errors, key=lambda e: {e.path})
         ]
+        errors += [ErrorRecord(prefix + e.path, e.message) for e in part.failures]
     result.findings = at_least(sorted(result.findings), args.min_confidence)
     everything.findings.sort()
     errors.sort()
@@ -303,4 +310,4 @@ def _emit(
                     "no longer found (remove it, or rewrite the baseline)\n"
                 )
         sys.stdout.write(text)
-        print_errors(errors)
+    print_errors(errors)  # on stderr in every format: JSON and SARIF carry them on stdout too
