@@ -34,6 +34,7 @@ from rankguard.reports.baseline import (
     stale_entries,
     write_baseline,
 )
+from rankguard.reports.sarif import render
 from rankguard.rules.base import Rule
 from rankguard.rules.engine import (
     CheckResult,
@@ -296,8 +297,6 @@ def _emit(
             payload["stale_baseline"] = [e.to_json() for e in stale]
         emit_json(payload)
     elif args.format == "sarif":
-        from rankguard.reports.sarif import render
-
         json.dump(render(result.findings, rules, errors), sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")
     else:
