@@ -77,7 +77,6 @@ MAX_LINES = 500
 OVERSIZED: set[str] = {
     "rankguard/summary/arith.py",
     "rankguard/model/resolve.py",
-    "rankguard/analysis/blocking.py",
     "rankguard/summary/extract.py",
     "rankguard/analysis/staleness/flow.py",
     "rankguard/analysis/divergence.py",

@@ -7,7 +7,15 @@ order, path-sensitively (branches fork and join, loops run to a fixpoint, `retur
 seen since the last collective. Reaching a collective pairs every pending call with it and
 empties the set.
 
-Interprocedurally each function gets a context-free summary, memoised:
+Only feasible paths are walked: a branch whose condition contradicts what is known there is
+skipped (`model.facts`). What is known comes from the round's context (the caller's branch that
+selects the round, constructor asserts: `analysis.context`), from `assert`s and branches on the
+path, and from the call site (constant arguments, omitted defaults). Calling a generator runs
+none of its body; a `for` over it does. Tensor placement (`model.placement`) flows through
+locals, attributes and parameters, and decides whether a device sync is one.
+
+Interprocedurally each function gets a summary per entry context (the facts and tensor
+placements that hold on entry, usually none), memoised:
 
 - `first`: the collectives it reaches before any other collective (with the chain);
 - `pairs`: (blocking call, collective) pairs wholly inside it;
@@ -90,8 +98,11 @@ class BlockingAnalysis:
         env: Mapping[str, str],
         guards: Guards,
         cadence: str | None,
+        known: Mapping[Cond, Any] | None = None,
     ) -> BlockingCall | None:
-        return self.classify.blocking_call(record, call, stmt_calls, targets, env, guards, cadence)
+        return self.classify.blocking_call(
+            record, call, stmt_calls, targets, env, guards, cadence, known
+        )
 
     # -- summaries -----------------------------------------------------------------------------
     def summary(
@@ -390,7 +401,7 @@ class _Walk:
         hop = Hop(self.fn, self.record.path, call.line)
         targets = followed(self.a.program, self.fn, call)
         blocking = self.a.blocking_call(
-            self.record, call, stmt_calls, targets, state.env, state.taken, cadence
+            self.record, call, stmt_calls, targets, state.env, state.taken, cadence, state.known
         )
         if blocking is not None:
             pending = dict(state.pending)

@@ -25,6 +25,7 @@ from rankguard.analysis.precision import (
 )
 from rankguard.catalogs.catalog import BlockingCatalog, BlockingEntry
 from rankguard.core.chains import Hop
+from rankguard.model.facts import Facts
 from rankguard.model.placement import CPU, DEVICE, AttributePlacement, of_segs, produced
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord, Target
@@ -105,6 +106,7 @@ class CallClassifier:
         env: Mapping[str, str],
         guards: Guards,
         cadence: str | None,
+        known: Facts | None = None,
     ) -> BlockingCall | None:
         entry: BlockingEntry | None = None
         target_name = ""
@@ -151,7 +153,7 @@ class CallClassifier:
                 return None
             note = "the tensor is made on a device"
         elif guard == "zmq-flags":
-            if flags_clear(call):
+            if flags_clear(call, known or {}):
                 return None
             if call.args or call.kwarg("flags") is not None:
                 confidence, note = "medium", "flags passed that may include zmq.NOBLOCK"

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from rankguard.model.facts import Cond, assume, refs, rename, rooted
+from rankguard.model.facts import Cond, Symbol, assume, refs, rename, rooted
 from rankguard.model.placement import Attrs, of_segs
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
@@ -156,6 +156,8 @@ def bindings(callee: FunctionRecord, call: CallSite, known: Mapping[Cond, Any]) 
                 value = known.get(("ref", (text,)), _MISSING)
                 if value is not _MISSING:
                     out[("ref", (param.name,))] = value
+            elif _constant_name(text):
+                out[("ref", (param.name,))] = Symbol(text)
         elif not starred and param.literal:
             out[("ref", (param.name,))] = param.literal[0]
     return out
@@ -175,6 +177,12 @@ def placements(
         if place is not None:
             out[name] = place
     return out
+
+
+def _constant_name(text: str) -> bool:
+    """`zmq.NOBLOCK`, `Mode.DECODE`: a dotted name ending in an upper-case constant."""
+    parts = text.split(".")
+    return len(parts) >= 2 and all(p.isidentifier() for p in parts) and parts[-1].isupper()
 
 
 def _statements(body: Sequence[Stmt]) -> Iterator[Stmt]:

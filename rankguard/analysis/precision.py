@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from rankguard.catalogs.catalog import BlockingEntry
-from rankguard.model.facts import FALSY, TRUTHY, Cond, Facts, contradicts
+from rankguard.model.facts import FALSY, TRUTHY, Cond, Facts, Symbol, contradicts
 from rankguard.model.placement import Attrs, Env, of_segs, of_tree, produced
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt
 
@@ -67,10 +67,17 @@ def assigned_fact(stmt: Stmt, env: Env, known: Facts, attrs: Attrs) -> str | Non
     return of_tree(stmt.tree, env, known, attrs)
 
 
-def flags_clear(call: CallSite) -> bool:
-    """zmq: NOBLOCK / DONTWAIT anywhere in the arguments returns at once."""
+def flags_clear(call: CallSite, known: Facts) -> bool:
+    """zmq: NOBLOCK / DONTWAIT anywhere in the arguments (or in the constant a parameter
+    passed as flags was bound to at the call site) returns at once."""
     texts = [*call.args, *(value for _, value in call.kwargs)]
-    return any("NOBLOCK" in t or "DONTWAIT" in t for t in texts)
+    for text in texts:
+        bound = known.get(("ref", (text,))) if text.isidentifier() else None
+        if isinstance(bound, Symbol):
+            text = bound.name
+        if "NOBLOCK" in text or "DONTWAIT" in text:
+            return True
+    return False
 
 
 def timeout_clear(call: CallSite, entry: BlockingEntry) -> bool:

@@ -42,6 +42,7 @@ def collective_catalog(extra_patterns: tuple[str, ...] = ()) -> CollectiveCatalo
 
 # -- what blocks --------------------------------------------------------------------------------
 
+
 def normalise(callee: str) -> str:
     """`queue.Queue().get` -> `queue.Queue.get`: catalog patterns name types, not call results."""
     return callee.replace("()", "").replace("[]", "")

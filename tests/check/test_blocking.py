@@ -434,3 +434,22 @@ def test_with_items_come_from_the_ir(tmp_path: Path):
         """,
     )
     assert [f.extra["blocking"]["callee"] for f in findings] == ["threading.Lock.acquire"]
+
+
+def test_zmq_flags_passed_through_a_parameter(tmp_path: Path):
+    findings = _assert_marked(
+        tmp_path,
+        """
+        def sock_recv(socket: zmq.Socket, flags=0):
+            return socket.recv_pyobj(flags=flags)  # expect
+
+        def event_loop(sock: zmq.Socket):
+            while True:
+                a = sock_recv(sock, zmq.NOBLOCK)
+                dist.barrier()
+                b = sock_recv(sock)
+                dist.all_reduce(None)
+        """,
+    )
+    # The call passing zmq.NOBLOCK returns at once: only the default-flags call waits.
+    assert [f.extra["collective"]["callee"] for f in findings] == ["torch.distributed.all_reduce"]
