@@ -147,6 +147,8 @@ class BlockingAnalysis:
         facts: dict[Cond, Any] = {}
         if call is not None and call.target[:1] in ((SELF,), ("super()",)):
             facts.update(self.context.self_facts(known))
+        facts.update(self.context.global_facts(known))
+        facts.update(self.context.aliased(record, known))
         facts.update(self.context.invariants(record))
         if call is not None:
             facts.update(bindings(record, call, known))

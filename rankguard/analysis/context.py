@@ -15,7 +15,17 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from rankguard.model.facts import Cond, Symbol, assume, refs, rename, rooted
+from rankguard.model.facts import (
+    FALSY,
+    TRUTHY,
+    Cond,
+    Symbol,
+    assume,
+    refs,
+    rename,
+    rooted,
+    truth,
+)
 from rankguard.model.placement import Attrs, of_segs
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
@@ -33,6 +43,7 @@ class RoundContext:
         self.program = program
         self._unstable: frozenset[str] | None = None
         self._invariants: dict[str, dict[Cond, Any]] = {}
+        self._aliases: dict[str, dict[tuple[str, ...], tuple[str, ...]]] = {}
 
     # -- stability -----------------------------------------------------------------------------
     def unstable(self) -> frozenset[str]:
@@ -60,6 +71,44 @@ class RoundContext:
 
     def self_facts(self, facts: Mapping[Cond, Any]) -> dict[Cond, Any]:
         return {c: v for c, v in facts.items() if rooted(c, SELF) and self.stable(c)}
+
+    def global_facts(self, facts: Mapping[Cond, Any]) -> dict[Cond, Any]:
+        """Facts on process-wide settings read through a getter (`get_config().pp_size`)."""
+        return {c: v for c, v in facts.items() if _global(c)}
+
+    def aliased(self, record: FunctionRecord, facts: Mapping[Cond, Any]) -> dict[Cond, Any]:
+        """Global facts restated for `self` where a constructor of the method's class copies
+        the setting (`self.pp_size = get_config().pp_size`) and nothing reassigns the copy."""
+        out: dict[Cond, Any] = {}
+        aliases = self._aliases_of(record)
+        if not aliases:
+            return out
+        for cond, value in self.global_facts(facts).items():
+            for source, target in aliases.items():
+                if any(segs == source for segs in refs(cond)):
+                    renamed = rename(cond, source, target)
+                    if rooted(renamed, SELF) and self.stable(renamed):
+                        out[renamed] = value
+        return out
+
+    def _aliases_of(self, record: FunctionRecord) -> dict[tuple[str, ...], tuple[str, ...]]:
+        cls = f"{record.module}.{record.info.cls}" if record.info.cls else ""
+        if cls not in self.program.classes:
+            return {}
+        cached = self._aliases.get(cls)
+        if cached is None:
+            cached = {}
+            for owner in self.program.mro(cls):
+                for name in _CONSTRUCTORS:
+                    method = self.program.classes[owner].methods.get(name)
+                    for stmt in self.program.functions[method].info.body if method else ():
+                        tree, targets = stmt.tree, stmt.targets
+                        if stmt.kind != "assign" or len(targets) != 1 or len(targets[0]) != 2:
+                            continue
+                        if targets[0][0] == SELF and tree and tree[0] == "ref" and _getter(tree[1]):
+                            cached.setdefault(tree[1], targets[0])
+            self._aliases[cls] = cached
+        return cached
 
     # -- class invariants ----------------------------------------------------------------------
     def invariants(self, record: FunctionRecord) -> dict[Cond, Any]:
@@ -99,7 +148,9 @@ class RoundContext:
                     cond = rename(cond, receiver, (SELF,))
                 elif receiver != (SELF,):
                     continue
-                facts.update(self.self_facts(assume(cond, positive)))
+                assumed = complemented(assume(cond, positive))
+                facts.update(self.self_facts(assumed))
+                facts.update(self.global_facts(assumed))
             if found is not None:
                 facts = {c: v for c, v in found.items() if c in facts and facts[c] == v}
             found = facts
@@ -177,6 +228,38 @@ def placements(
         if place is not None:
             out[name] = place
     return out
+
+
+_NEGATED = {"<": ">=", ">=": "<", ">": "<=", "<=": ">", "==": "!=", "!=": "=="}
+
+
+def complemented(facts: Mapping[Cond, Any]) -> dict[Cond, Any]:
+    """With each known comparison, its negation (`x > 1` falsy: `x <= 1` truthy)."""
+    out = dict(facts)
+    for cond, value in facts.items():
+        if cond[0] == "cmp" and len(cond[1]) == 1 and cond[1][0] in _NEGATED:
+            truthy = truth(value)
+            if truthy is not None:
+                out.setdefault(
+                    ("cmp", (_NEGATED[cond[1][0]],), cond[2]), FALSY if truthy else TRUTHY
+                )
+    return out
+
+
+def _getter(segs: tuple[str, ...]) -> bool:
+    """`get_config().pp_size`: a setting read from what a bare function returns."""
+    return (
+        len(segs) >= 3
+        and segs[1] == CALL
+        and segs[0] not in (SELF, "super()")
+        and CALL not in segs[2:]
+        and SUBSCRIPT not in segs
+    )
+
+
+def _global(cond: Cond) -> bool:
+    found = list(refs(cond))
+    return bool(found) and all(_getter(segs) for segs in found)
 
 
 def _constant_name(text: str) -> bool:

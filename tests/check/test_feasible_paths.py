@@ -168,3 +168,44 @@ def test_calling_a_generator_function_runs_nothing(tmp_path: Path):
     # Only the `for` advances the generator: its wait comes before the all_reduce, never the
     # barrier that follows the calls that merely create it.
     assert [f.extra["collective"]["callee"] for f in findings] == ["torch.distributed.all_reduce"]
+
+
+def test_global_settings_copied_by_a_constructor(tmp_path: Path):
+    findings = _assert_marked(
+        tmp_path,
+        """
+        def get_config():
+            return None
+
+        class Grammar:
+            def __init__(self):
+                self.pp_size = get_config().pp_size
+
+            def sync(self):
+                if self.pp_size <= 1:
+                    return
+                torch.cuda.synchronize()  # expect
+
+        class S:
+            def __init__(self):
+                self.grammar = Grammar()
+
+            def event_loop_normal(self):
+                while True:
+                    self.grammar.sync()
+                    dist.barrier()
+
+            def event_loop_pp(self):
+                while True:
+                    self.grammar.sync()
+                    dist.barrier()
+
+        def dispatch(s: S):
+            if get_config().pp_size > 1:
+                s.event_loop_pp()
+            else:
+                s.event_loop_normal()
+        """,
+        {"rounds": ["*.event_loop_*"]},
+    )
+    assert [f.extra["round"].rsplit(".", 1)[-1] for f in findings] == ["event_loop_pp"]
