@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rankguard.adapters.sources import read_directory
-from rankguard.commands._shared import emit_json, load_config, print_errors
+from rankguard.commands._shared import emit_json, load_config, print_errors, print_warnings
 from rankguard.commands._targets import plan_targets
 from rankguard.core.errors import ErrorRecord, InputError
 from rankguard.core.findings import Finding
@@ -220,6 +220,7 @@ def run(args: argparse.Namespace) -> int:
     targets = plan_targets(paths, config, explicit_config=args.config is not None)
     for target in targets:
         tree = read_directory(target.root, config.exclude)
+        print_warnings(tree.warnings)
         program = load_program(tree, config, cache)
         base = target.root if target.root.is_dir() else target.root.parent
         where = results_path(tree, cache, config, chosen, f"round-tail={args.include_round_tail}")
