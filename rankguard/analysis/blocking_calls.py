@@ -23,6 +23,7 @@ from rankguard.analysis.precision import (
     unreachable_while,
     value_fact,
 )
+from rankguard.catalogs.caching import caching_catalog
 from rankguard.catalogs.catalog import BlockingCatalog, BlockingEntry
 from rankguard.core.chains import Hop
 from rankguard.model.facts import Facts
@@ -31,7 +32,6 @@ from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord, Target
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt, segs_text
 
-_CACHE_DECORATORS = frozenset(("cache", "lru_cache", "cached_property", "cached"))
 _PROPERTY_DECORATORS = frozenset(("property", "cached_property"))
 
 
@@ -57,7 +57,7 @@ class CallClassifier:
         if record is None:
             return None
         for dec in record.info.decorators:
-            if dec and dec[-1] in _CACHE_DECORATORS:
+            if caching_catalog().decorator(dec):
                 return f"{dec[-1]} on `{record.info.qualname}`"
         if any(fnmatch.fnmatchcase(name, pat) for pat in self.cadence_helpers):
             return f"cadence helper `{record.info.qualname}` (config `cadence-helpers`)"
