@@ -41,7 +41,9 @@ VERIFIED = [
     # payload's irecv.
     (PP, "utils/common.py", 2791, "torch.distributed.Work.wait", "work-wait", "utils/common.py", 2801),
     # recv_tensor_dict: irecv(...).wait() of the proxy tensors before the next all_gather.
-    (PP, "distributed/parallel_state.py", 1887, "torch.distributed.Work.wait", "work-wait", "distributed/parallel_state.py", 1395),
+    # all_gather(tensor, dim=0) leaves output_tensor_list None, so the gather that runs is the
+    # all_gather_into_tensor at the end of GroupCoordinator.all_gather (not its list branch).
+    (PP, "distributed/parallel_state.py", 1887, "torch.distributed.Work.wait", "work-wait", "distributed/parallel_state.py", 1429),
     # Device-to-host: the pp loop waits for the D2H copy event of the next micro-batch's
     # outputs (`d2h_event.synchronize()`, a torch.cuda.Event; the receiver is untyped).
     (PP, "managers/scheduler_pp_mixin.py", 192, "torch.cuda.Stream.synchronize", "device-sync", None, None),
@@ -96,10 +98,10 @@ def test_verified_blocking_calls_are_found(findings: list[dict], row: tuple):
     assert finding["chain"][0]["function"] == round_name
     assert finding["chain"][-1]["path"] == path and finding["chain"][-1]["line"] == line
     if coll_path is not None:
-        assert (finding["collective"]["path"], finding["collective"]["line"]) == (
-            coll_path,
-            coll_line,
-        )
+        # Among the collectives it delays (the first named may be one of several dispatch
+        # branches, e.g. an HPU communicator's, that the model cannot rule out).
+        paired = {(c["path"], c["line"]) for c in finding["collectives"]}
+        assert (coll_path, coll_line) in paired
 
 
 def test_verified_non_blocking_calls_are_not_found(findings: list[dict]):
