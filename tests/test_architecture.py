@@ -76,7 +76,6 @@ MAX_LINES = 500
 OVERSIZED: set[str] = {
     "rankguard/model/resolve.py",
     "rankguard/summary/extract.py",
-    "rankguard/analysis/divergence.py",
 }
 
 
