@@ -221,13 +221,18 @@ def run(args: argparse.Namespace) -> int:
     for target in targets:
         tree = read_directory(target.root, config.exclude)
         print_warnings(tree.warnings)
-        program = load_program(tree, config, cache)
         base = target.root if target.root.is_dir() else target.root.parent
         where = results_path(tree, cache, config, chosen, f"round-tail={args.include_round_tail}")
+        # Results cached for this exact file set answer without loading the program (unless
+        # an option needs the program itself).
         cached = load_results(where)
+        program = None
+        if cached is None or args.report_unused_ignores:
+            program = load_program(tree, config, cache)
         if cached is not None:
-            part = cached.check
+            part, program_errors = cached.check, cached.errors
         else:
+            assert program is not None
             part = run_rules(
                 program,
                 config,
@@ -235,9 +240,10 @@ def run(args: argparse.Namespace) -> int:
                 options,
                 read_source=lambda rel, root=base: (root / rel).read_text("utf-8"),
             )
+            program_errors = program.errors
             if not part.failures:  # a rule that raised is retried next run, not remembered
-                store_results(where, Results(part, None))
-        if args.report_unused_ignores:
+                store_results(where, Results(part, None, program_errors))
+        if program is not None and args.report_unused_ignores:
             ran = [rule.name for rule in chosen]
             part.findings = sorted([*part.findings, *unused_ignores(program, part, ran, rules)])
         prefix = "" if len(targets) == 1 else base.as_posix().rstrip("/") + "/"
@@ -250,7 +256,7 @@ def run(args: argparse.Namespace) -> int:
         ]
         errors += [
             ErrorRecord(prefix + e.path, e.message)
-            for e in target.restrict(program.errors, key=lambda e: {e.path})
+            for e in target.restrict(program_errors, key=lambda e: {e.path})
         ]
         errors += [ErrorRecord(prefix + e.path, e.message) for e in part.failures]
     result.findings = at_least(sorted(result.findings), args.min_confidence)
