@@ -115,6 +115,8 @@ def run_rules(
         try:
             # All or nothing: a rule that fails half-way contributes no partial findings.
             found.extend(list(rule_class().check(context)))
+        except InputError:  # the user's input (a config entry a rule reads): exit 2, as such
+            raise
         except Exception as exc:  # a rule's bug must not hide the other rules' findings
             result.failures.append(internal_error(f"rule '{rule_class.name}'", exc))
         bar.advance()
