@@ -96,10 +96,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --baseline, also fail on baseline entries that no longer occur",
     )
     parser.add_argument(
+        "--min-confidence",
+        choices=CONFIDENCE,
+        default="low",
+        help="report only findings at least this sure (those without a confidence always)",
+    )
+    parser.add_argument(
         "--report-unused-ignores",
         action="store_true",
         help="report `# rankguard: ignore[...]` comments that silence nothing",
     )
+
+
+CONFIDENCE = ("low", "medium", "high")
+
+
+def at_least(findings: list[Finding], level: str) -> list[Finding]:
+    """Findings whose `confidence` is at least `level` (findings that carry none stay)."""
+    floor = CONFIDENCE.index(level)
+    return [
+        f
+        for f in findings
+        if f.extra.get("confidence") not in CONFIDENCE
+        or CONFIDENCE.index(f.extra["confidence"]) >= floor
+    ]
 
 
 def _prefixed(finding: Finding, prefix: str) -> Finding:
@@ -247,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
             for e in target.restrict(program_errors, key=lambda e: {e.path})
         ]
         errors += [ErrorRecord(prefix + e.path, e.message) for e in part.failures]
-    result.findings.sort()
+    result.findings = at_least(sorted(result.findings), args.min_confidence)
     everything.findings.sort()
     errors.sort()
     if args.write_baseline is not None:
