@@ -42,6 +42,7 @@ class Budget:
 
 class StaleWideningTerm(Rule):
     name = "stale-widening-term"
+    code = "RG104"
     description = "A cached driver term whose stale, too-large value widens the budget it feeds."
     help = (
         "A cached (lru_cache, cached_property, time-cadence attribute, memo, cadence helper) "
@@ -51,6 +52,25 @@ class StaleWideningTerm(Rule):
         "the term fresh, or declare the consumer `smaller-is-risky` when a smaller value is "
         "the dangerous side."
     )
+
+    what = (
+        "Composes the sign of every cached driver or allocator term (lru_cache, "
+        "cached_property, time-cadence attributes, memos, cadence helpers) through arithmetic, "
+        "returns, arguments and attribute stores to every budget it feeds, and reports the "
+        "cached terms whose stale, too-large value widens that budget."
+    )
+    why = (
+        "A cached reading is cheap and stale. Where it is added to a budget, a stale value "
+        "larger than the truth lets this rank grant memory or capacity it no longer has, and "
+        "the failure shows up far from the cache, as an out-of-memory or an overcommitted pool."
+    )
+    instead = (
+        "class Budget:\n    def spendable_bytes(self):\n"
+        "        free, _ = torch.cuda.mem_get_info()  # read fresh where it is added\n"
+        "        return free + self.takeable()\n"
+    )
+    options = ("driver-terms", "cadence-helpers", "smaller-is-risky")
+    fix = ""
 
     VALID: ClassVar[list[Example]] = [
         # Only `trapped` is cached: it is subtracted up to the budget, so staleness narrows it.
