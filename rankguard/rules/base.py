@@ -77,10 +77,21 @@ class RuleContext:
         return collective_catalog(self.config.collectives)
 
     @cached_property
+    def discovery(self):  # -> Discovery
+        """Round candidates when the config names no rounds (analysis.discovery)."""
+        from rankguard.analysis.discovery import discover_rounds
+
+        return discover_rounds(self.program, self.reach)
+
+    @property
+    def round_patterns(self) -> tuple[str, ...]:
+        return self.config.rounds or self.discovery.patterns
+
+    @cached_property
     def rounds(self):  # -> list[Round]
         from rankguard.analysis.rounds import find_rounds
 
-        return find_rounds(self.program, self.config.rounds, self.collectives, self.reach)
+        return find_rounds(self.program, self.round_patterns, self.collectives, self.reach)
 
     @cached_property
     def reach(self):  # -> CollectiveReach
@@ -103,8 +114,15 @@ class Rule:
     """Subclass, set the class attributes, implement `check`."""
 
     name: ClassVar[str]
+    code: ClassVar[str] = ""  # stable, never reused: `RG101` (rules.codes)
     description: ClassVar[str]  # one line
     help: ClassVar[str] = ""  # what to do about it, for `rankguard rules NAME` and SARIF
+    # The documentation's sections, ruff-style (`rankguard rules NAME`, SARIF `help`):
+    what: ClassVar[str] = ""  # what it does: what it looks for, and where
+    why: ClassVar[str] = ""  # why it is bad: the failure it predicts
+    instead: ClassVar[str] = ""  # use instead: the INVALID[0] example, repaired
+    options: ClassVar[tuple[str, ...] | None] = None  # config keys and switches it reads
+    fix: ClassVar[str | None] = None  # how `rankguard fix` repairs it; "" when it does not
     VALID: ClassVar[list[Example]] = []
     INVALID: ClassVar[list[Example]] = []
 

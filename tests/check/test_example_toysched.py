@@ -112,4 +112,4 @@ def test_text_groups_by_round_and_collective_innermost_first(capsys):
         "memory_mixin.memory_reserved",
         "memory_mixin._cached_reserved_bytes",
     )
-    assert out.rstrip().endswith("12 findings, 0 suppressed")
+    assert "\n12 findings, 0 suppressed\n  by rule: RG101 blocking-before-collective 12\n" in out

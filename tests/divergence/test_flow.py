@@ -6,16 +6,15 @@ from collections.abc import Callable
 
 import pytest
 
+from rankguard.analysis.discovery import discover_rounds
 from rankguard.analysis.divergence import (
     SourceCatalog,
     find_divergent_calls,
     is_rank_name,
     is_uniform_name,
 )
-from rankguard.analysis.reach import match_rounds
 from rankguard.analysis.rounds import CollectiveReach
 from rankguard.catalogs.catalog import collective_catalog
-from rankguard.core.config import Config
 from rankguard.model import Program
 
 HEAD = "import os, random, time\nimport torch\nimport torch.distributed as dist\n\n"
@@ -25,7 +24,7 @@ def _run(program_of: Callable[..., Program], code: str, **config: object) -> lis
     program = program_of({"m.py": HEAD + code})
     reach = CollectiveReach(program, collective_catalog())
     terms = tuple(config.get("driver_terms", ()))  # type: ignore[arg-type]
-    rounds = [r.qualname for r in match_rounds(program, Config().rounds)]
+    rounds = list(discover_rounds(program, reach).patterns)
     return find_divergent_calls(program, rounds, reach, terms)
 
 
