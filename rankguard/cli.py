@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rankguard import __version__, commands
-from rankguard.core.errors import InputError
+from rankguard.core.errors import InputError, internal_error
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -47,7 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
             "Static audits for distributed Python serving code: calls that stall a rank before "
             "a collective, rank-divergent collectives, staleness direction, inventories."
         ),
-        epilog="Exit codes: 0 clean, 1 findings, 2 usage or input error.",
+        epilog=(
+            "Exit codes: 0 clean, 1 findings, 2 usage, input or internal error "
+            "(RANKGUARD_DEBUG=1 shows an internal error's traceback)."
+        ),
     )
     parser.add_argument("--version", action="version", version=f"rankguard {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -78,6 +81,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CLEAN
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a bug of ours: exit 2 (exit 1 would pass for findings)
+        if os.environ.get("RANKGUARD_DEBUG"):
+            raise
+        record = internal_error(f"'rankguard {args.command}'", exc)
+        print(f"rankguard: {record.path}: {record.message}", file=sys.stderr)
+        return EXIT_ERROR
 
 
 def entry() -> None:

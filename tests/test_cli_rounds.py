@@ -11,12 +11,15 @@ import pytest
 from rankguard.cli import main
 from tests.conftest import EXAMPLE, write_tree
 
+Row = tuple[str, str, list[str], list[str]]
 
-def _expected_rows() -> dict[str, list[tuple[str, str, list[str]]]]:
-    """Section 1 of examples/toysched/EXPECTED.md: round -> [(callee, site, chain hops)]."""
+
+def _expected_rows() -> dict[str, list[Row]]:
+    """Section 1 of examples/toysched/EXPECTED.md: round -> [(callee, site, chain hops,
+    primitive sites below the event)], one row per collective event."""
     text = (EXAMPLE / "EXPECTED.md").read_text()
     section = text.split("## 1.")[1].split("\n## 2.")[0]
-    rows: dict[str, list[tuple[str, str, list[str]]]] = {}
+    rows: dict[str, list[Row]] = {}
     current = None
     for line in section.splitlines():
         heading = re.match(r"### 1[ab]\. `([^`]+)`", line)
@@ -24,9 +27,10 @@ def _expected_rows() -> dict[str, list[tuple[str, str, list[str]]]]:
             current = heading.group(1)
             rows[current] = []
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if current and len(cells) == 4 and re.fullmatch(r"[NP]\d+", cells[0]):
+        if current and len(cells) == 5 and re.fullmatch(r"[NP]\d+", cells[0]):
             hops = [h.replace("`", "").replace(" @ ", "@") for h in cells[3].split(" → ")]
-            rows[current].append((cells[1].strip("`"), cells[2], hops))
+            primitives = cells[4].split(", ")
+            rows[current].append((cells[1].strip("`"), cells[2], hops, primitives))
     return rows
 
 
@@ -47,6 +51,7 @@ def test_example_rounds_match_expected(capsys, tmp_path: Path):
                 c["callee"],
                 f"{c['path']}:{c['line']}",
                 [f"{h['function']}@{h['path']}:{h['line']}" for h in c["chain"]],
+                [f"{p['path']}:{p['line']}" for p in c["primitives"]],
             )
             for c in r["collectives"]
         ]

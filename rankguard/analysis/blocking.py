@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.precision import (
     CPU,
     DEVICE,
@@ -40,10 +41,11 @@ from rankguard.analysis.precision import (
     timeout_clear,
 )
 from rankguard.analysis.reach import followed
-from rankguard.analysis.rounds import CollectiveSite, Round
+from rankguard.analysis.rounds import Round
 from rankguard.catalogs.catalog import BlockingCatalog, BlockingEntry, CollectiveCatalog
 from rankguard.core.chains import Hop
-from rankguard.model.program import FunctionRecord, Program, Target
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord, Target
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt, segs_text
 
 _MAX_LOOP_PASSES = 8
@@ -588,20 +590,3 @@ class _Walk:
             for site, chain in first.items():
                 self.first.setdefault(site, chain)
         return State(False, tail, state.env)
-
-
-def analysis_for(context: Any) -> BlockingAnalysis:
-    """One shared analysis per `RuleContext` (other rules reuse the same summaries)."""
-    from rankguard.catalogs.catalog import blocking_catalog
-
-    cached = context.__dict__.get("_blocking_analysis")
-    if cached is None:
-        config = context.config
-        cached = BlockingAnalysis(
-            context.program,
-            context.collectives,
-            blocking_catalog(config.blocking, config.non_blocking),
-            config.cadence_helpers,
-        )
-        context.__dict__["_blocking_analysis"] = cached
-    return cached

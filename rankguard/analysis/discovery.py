@@ -24,10 +24,11 @@ import fnmatch
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from rankguard.analysis.reach import FOLLOWED, reach_from
-from rankguard.analysis.rounds import CollectiveReach, CollectiveSite, loop_calls, round_loop
+from rankguard.analysis.collectives import CollectiveReach, CollectiveSite
+from rankguard.analysis.reach import FOLLOWED, loop_calls, reach_from, round_loop
 from rankguard.core.errors import InputError
-from rankguard.model.program import FunctionRecord, Program
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import Stmt
 
 CONVENTIONAL_NAMES = ("event_loop*", "train", "*_loop", "serve*")
@@ -127,11 +128,11 @@ def discover_rounds(program: Program, reach: CollectiveReach) -> Discovery:
         loop = None if record.is_module_body else round_loop(record)
         if loop is None:
             continue
-        sites, _ = reach.sites_of_calls(record, loop_calls(loop), frozenset())
+        sites = {event.site for event in reach.events_of_calls(record, loop_calls(loop))}
         if not sites:
             continue
         text, until_stopped = _shape(loop)
-        sites_of[record.qualname] = {site for site, _ in sites}
+        sites_of[record.qualname] = sites
         found.append(
             Candidate(
                 record.qualname, record.path, record.info.line, loop.line, text, until_stopped,

@@ -35,12 +35,23 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from rankguard.analysis.collectives import CollectiveReach, CollectiveSite
 from rankguard.analysis.reach import FOLLOWED, reach_from
-from rankguard.analysis.rounds import CollectiveReach, CollectiveSite
 from rankguard.core.chains import Hop, chain_json
-from rankguard.model.program import FunctionRecord, Program, walk_calls, walk_statements
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord
 from rankguard.summary.extract import reference
-from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT, CallSite, Segs, Stmt, segs_text
+from rankguard.summary.ir import (
+    CALL,
+    OPAQUE,
+    SUBSCRIPT,
+    CallSite,
+    Segs,
+    Stmt,
+    segs_text,
+    walk_calls,
+    walk_statements,
+)
 
 # ---------------------------------------------------------------------------------------------
 # Source catalog: what is rank-local.

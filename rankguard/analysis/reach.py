@@ -1,4 +1,5 @@
-"""Which functions a round reaches by calls (callbacks run elsewhere and are not followed)."""
+"""The loop of a round function, and which functions a round reaches by calls (callbacks run
+elsewhere, later, and are not followed)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from collections import deque
 from collections.abc import Sequence
 
 from rankguard.core.chains import Hop
-from rankguard.model.program import FunctionRecord, Program, Target
-from rankguard.summary.ir import CallSite
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord, Target
+from rankguard.summary.ir import CallSite, Stmt, walk_calls, walk_statements
 
 FOLLOWED = ("call", "fallback")
 
@@ -18,10 +20,24 @@ def followed(program: Program, function: str, call: CallSite) -> tuple[Target, .
     return tuple(t for t in program.targets_of(function, call) if t.kind in FOLLOWED)
 
 
+def round_loop(record: FunctionRecord) -> Stmt | None:
+    """The loop whose iterations are rounds: `while True` first, else a `while`, else a `for`."""
+    loops = [s for s in walk_statements(record.info.body) if s.kind == "loop"]
+    for wanted in (lambda s: s.infinite, lambda s: not s.targets, lambda s: True):
+        for loop in loops:
+            if wanted(loop):
+                return loop
+    return None
+
+
+def loop_calls(loop: Stmt) -> list[CallSite]:
+    """Calls one iteration evaluates: a `while` test, then the body."""
+    header = list(loop.calls) if not loop.targets else []
+    return header + list(walk_calls(loop.blocks[0]))
+
+
 def match_rounds(program: Program, patterns: Sequence[str]) -> list[FunctionRecord]:
     """Functions whose qualified name matches a pattern and that contain a loop."""
-    from rankguard.analysis.rounds import round_loop
-
     return [
         record
         for record in program.iter_functions()

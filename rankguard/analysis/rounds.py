@@ -1,57 +1,56 @@
-"""Rounds and the collectives each reaches.
+"""Rounds and the collective events each reaches.
 
-A round is one iteration of the loop in a round function; every collective reached from the
-loop body, through calls (not callbacks), is listed with the chain from the round function to
-the primitive call, one hop per call site, in the order the round executes them.
+A round is one iteration of the loop in a round function; every collective event reached from
+the loop body, through calls (not callbacks), is listed with the chain from the round function to
+the primitive call, one hop per call site, in the order the round executes them. The events come
+from the one collective index (`rankguard.analysis.collectives`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from rankguard.analysis.reach import FOLLOWED, match_rounds
+from rankguard.analysis.collectives import CollectiveReach, CollectiveSite, Event
+from rankguard.analysis.reach import loop_calls, match_rounds, round_loop
 from rankguard.catalogs.catalog import CollectiveCatalog
 from rankguard.core.chains import Hop, chain_json
-from rankguard.model.program import FunctionRecord, Program, walk_calls, walk_statements
-from rankguard.summary.ir import CallSite, Stmt
-
-
-def round_loop(record: FunctionRecord) -> Stmt | None:
-    """The loop whose iterations are rounds: `while True` first, else a `while`, else a `for`."""
-    loops = [s for s in walk_statements(record.info.body) if s.kind == "loop"]
-    for wanted in (lambda s: s.infinite, lambda s: not s.targets, lambda s: True):
-        for loop in loops:
-            if wanted(loop):
-                return loop
-    return None
-
-
-def loop_calls(loop: Stmt) -> list[CallSite]:
-    """Calls one iteration evaluates: a `while` test, then the body."""
-    header = list(loop.calls) if not loop.targets else []
-    return header + list(walk_calls(loop.blocks[0]))
-
-
-@dataclass(frozen=True)
-class CollectiveSite:
-    callee: str  # the primitive's qualified name
-    kind: str  # collective | p2p
-    path: str
-    line: int
-    function: str  # the function whose body holds the primitive call
-
-    def to_json(self) -> dict[str, object]:
-        return {"callee": self.callee, "path": self.path, "line": self.line}
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord
+from rankguard.summary.ir import Stmt
 
 
 @dataclass
 class ReachedCollective:
-    site: CollectiveSite
-    chain: list[Hop]
+    """One row of `rankguard rounds`: one collective event (a call site that enters a function
+    holding primitive calls, or a primitive call in the round itself), with the first primitive
+    it reaches and that chain; every primitive below it is kept as evidence."""
+
+    event: Event
+    primitives: list[Event] = field(default_factory=list)
+
+    @property
+    def site(self) -> CollectiveSite:
+        return self.event.site
+
+    @property
+    def chain(self) -> list[Hop]:
+        return list(self.event.chain)
 
     def to_json(self) -> dict[str, object]:
-        return {**self.site.to_json(), "kind": self.site.kind, "chain": chain_json(self.chain)}
+        named = self.event.named_by
+        return {
+            **self.site.to_json(),
+            "kind": self.site.kind,
+            "chain": chain_json(self.event.chain),
+            "event": {
+                "function": named.function,
+                "path": named.path,
+                "line": named.line,
+                "callee": self.event.entered,
+            },
+            "primitives": [{**e.site.to_json(), "kind": e.site.kind} for e in self.primitives],
+        }
 
 
 @dataclass
@@ -70,61 +69,6 @@ class Round:
         }
 
 
-class CollectiveReach:
-    """Memoised: the collective sites under each function, in execution order."""
-
-    def __init__(self, program: Program, catalog: CollectiveCatalog) -> None:
-        self.program = program
-        self.catalog = catalog
-        self._memo: dict[str, list[tuple[CollectiveSite, list[Hop]]]] = {}
-
-    def under(self, name: str) -> list[tuple[CollectiveSite, list[Hop]]]:
-        return self._under(name, frozenset())[0]
-
-    def sites_of_calls(
-        self, record: FunctionRecord, calls: Sequence[CallSite], stack: frozenset[str]
-    ) -> tuple[list[tuple[CollectiveSite, list[Hop]]], bool]:
-        out: list[tuple[CollectiveSite, list[Hop]]] = []
-        seen: set[CollectiveSite] = set()
-        cut = False
-        for call in calls:
-            for target in self.program.targets_of(record.qualname, call):
-                if target.kind not in FOLLOWED:
-                    continue
-                edge = "fallback" if target.kind == "fallback" else target.via
-                hop = Hop(record.qualname, record.path, call.line, edge)
-                kind = self.catalog.kind(target.name)
-                if kind is not None:
-                    site = CollectiveSite(
-                        target.name, kind, record.path, call.line, record.qualname
-                    )
-                    if site not in seen:
-                        seen.add(site)
-                        out.append((site, [hop]))
-                elif target.name in self.program.functions:
-                    if target.name in stack:
-                        cut = True
-                        continue
-                    below, below_cut = self._under(target.name, stack | {record.qualname})
-                    cut |= below_cut
-                    for site, chain in below:
-                        if site not in seen:
-                            seen.add(site)
-                            out.append((site, [hop, *chain]))
-        return out, cut
-
-    def _under(
-        self, name: str, stack: frozenset[str]
-    ) -> tuple[list[tuple[CollectiveSite, list[Hop]]], bool]:
-        if name in self._memo:
-            return self._memo[name], False
-        record = self.program.functions[name]
-        out, cut = self.sites_of_calls(record, list(walk_calls(record.info.body)), stack)
-        if not cut:  # a result cut short by recursion is not the function's whole answer
-            self._memo[name] = out
-        return out, cut
-
-
 def find_rounds(
     program: Program,
     patterns: Sequence[str],
@@ -137,21 +81,9 @@ def find_rounds(
     for record in match_rounds(program, patterns):
         loop = round_loop(record)
         assert loop is not None  # match_rounds keeps only functions with a loop
-        # One row per (primitive site, call in the round) so a wrapper reached twice shows twice.
-        rows: list[ReachedCollective] = []
-        keys: set[tuple[CollectiveSite, int]] = set()
-        for site, chain in _per_round_call(reach, record, loop):
-            key = (site, chain[0].line)
-            if key not in keys:
-                keys.add(key)
-                rows.append(ReachedCollective(site, chain))
-        rounds.append(Round(record, loop, rows))
+        rows: dict[tuple[object, ...], ReachedCollective] = {}
+        for event in reach.events_of_calls(record, loop_calls(loop)):
+            row = rows.setdefault(event.key[:3], ReachedCollective(event))
+            row.primitives.append(event)
+        rounds.append(Round(record, loop, list(rows.values())))
     return rounds
-
-
-def _per_round_call(
-    reach: CollectiveReach, record: FunctionRecord, loop: Stmt
-) -> Iterator[tuple[CollectiveSite, list[Hop]]]:
-    for call in loop_calls(loop):
-        found, _ = reach.sites_of_calls(record, [call], frozenset())
-        yield from found

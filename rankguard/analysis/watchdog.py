@@ -19,11 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from rankguard.analysis.blocking import BlockingAnalysis
-from rankguard.analysis.reach import FOLLOWED, followed
-from rankguard.analysis.rounds import Round, loop_calls
+from rankguard.analysis.reach import FOLLOWED, followed, loop_calls
+from rankguard.analysis.rounds import Round
 from rankguard.core.chains import Hop, chain_json
-from rankguard.model.program import FunctionRecord, Program, walk_calls, walk_statements
-from rankguard.summary.ir import CallSite, Stmt, segs_text
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord
+from rankguard.summary.ir import CallSite, Stmt, segs_text, walk_calls, walk_statements
 
 # Point-to-point calls that wait for their peer (isend/irecv return a Work; its wait() counts).
 BLOCKING_P2P = frozenset({"recv", "recv_object_list"})

@@ -22,7 +22,7 @@ def load_config(args: argparse.Namespace, start: Path) -> Config:
 
 def load_from_path(args: argparse.Namespace, path: Path) -> tuple[Config, Program]:
     config = load_config(args, path)
-    cache = make_cache(config, args.cache_dir, enabled=not args.no_cache)
+    cache = make_cache(args.cache_dir, enabled=not args.no_cache)
     tree = read_directory(path, config.exclude)
     return config, load_program(tree, config, cache)
 

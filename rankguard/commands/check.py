@@ -133,4 +133,4 @@ def _emit(args: argparse.Namespace, run: CheckRun) -> None:
             run, args.show_suppressed, statistics=args.statistics, quiet=args.quiet, style=style
         )
         sys.stdout.write(text)
-        print_errors(run.errors)
+    print_errors(run.errors)  # on stderr in every format: JSON and SARIF carry them on stdout too

@@ -49,6 +49,9 @@ def _changes(path: Path, args: argparse.Namespace) -> tuple[list[tuple[Path, str
         )
         return [], 0
     result = run_rules(program, config, [UnwatchedCollective])
+    if result.failures:
+        print_errors(result.failures)
+        return [], 1
     sites = sites_from_findings([f.to_json() for f in result.findings])
     root = Path(program.root)
     out: list[tuple[Path, str, str]] = []

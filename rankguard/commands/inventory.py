@@ -87,7 +87,7 @@ def _destination(args: argparse.Namespace, inv: Inventory) -> Path | None:
 def _load(args: argparse.Namespace) -> tuple[Inventory, pipeline.Pinned, object]:
     config = load_config(args, args.repo)
     inv = read_inventory(args.inventory)
-    cache = make_cache(config, args.cache_dir, enabled=not args.no_cache)
+    cache = make_cache(args.cache_dir, enabled=not args.no_cache)
     return inv, pipeline.load_pinned(args.repo, args.pin, config, cache), config
 
 

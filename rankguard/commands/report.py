@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     config = report_config(args.repo, args.base, args.subdir, args.config, args.allow_local_plugins)
     rules = choose(all_rules(config))
     inventory = read_inventory(args.inventory) if args.inventory is not None else None
-    cache = make_cache(config, args.cache_dir, enabled=not args.no_cache)
+    cache = make_cache(args.cache_dir, enabled=not args.no_cache)
     report = build_report(
         args.repo,
         args.base,

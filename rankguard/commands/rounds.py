@@ -17,7 +17,7 @@ from rankguard.core.errors import InputError
 from rankguard.rules.base import RuleContext
 
 NAME = "rounds"
-HELP = "list round functions and the collectives each round reaches, with call chains"
+HELP = "list round functions and the collective events each round reaches, with call chains"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,10 +54,16 @@ def render_text(rounds: list[Round]) -> str:
         if not rnd.collectives:
             lines.append("  no collective reached")
         for reached in rnd.collectives:
-            site = reached.site
-            lines.append(f"  {site.callee} [{site.kind}]  {site.path}:{site.line}")
+            site, named = reached.site, reached.event.named_by
+            lines.append(
+                f"  {site.callee} [{site.kind}]  {site.path}:{site.line}"
+                f"  (event: {reached.event.entered} at {named.path}:{named.line})"
+            )
             for hop in reversed(reached.chain):  # innermost first, as a stack reads
                 lines.append(f"      at {hop.text()}")
+            if len(reached.primitives) > 1:
+                sites = ", ".join(f"{e.site.path}:{e.site.line}" for e in reached.primitives[1:])
+                lines.append(f"      and below the event: {sites}")
         lines.append("")
     return "\n".join(lines)
 

@@ -6,17 +6,10 @@ from collections import defaultdict
 
 from rankguard.adapters.sources import SourceTree
 from rankguard.core.errors import ErrorRecord
-from rankguard.model.program import (
-    ClassRecord,
-    FunctionRecord,
-    ModuleRecord,
-    Program,
-    Resolved,
-    Target,
-    walk_calls,
-)
+from rankguard.model.program import Program
+from rankguard.model.records import ClassRecord, FunctionRecord, ModuleRecord, Resolved, Target
 from rankguard.model.resolve import Resolver
-from rankguard.summary.ir import CallSite, FileSummary
+from rankguard.summary.ir import CallSite, FileSummary, walk_calls
 
 # What resolution learned, keyed so it can be cached beside the summaries and re-applied:
 # class links, each function's call targets in `walk_calls` order, callbacks, unresolved calls.

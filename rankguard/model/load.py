@@ -24,8 +24,8 @@ from rankguard.summary.ir import FileSummary
 from rankguard.summary.parse import SummaryCache, default_cache_dir, parse_all
 
 
-def make_cache(config: Config, cache_dir: Path | None = None, enabled: bool = True) -> SummaryCache:
-    return SummaryCache((cache_dir or default_cache_dir()) if enabled else None, config.digest())
+def make_cache(cache_dir: Path | None = None, enabled: bool = True) -> SummaryCache:
+    return SummaryCache((cache_dir or default_cache_dir()) if enabled else None)
 
 
 @contextlib.contextmanager
@@ -57,7 +57,7 @@ def _resolution_path(cache: SummaryCache, key: str) -> Path | None:
 
 
 def load_program(tree: SourceTree, config: Config, cache: SummaryCache | None = None) -> Program:
-    cache = cache or SummaryCache(None, config.digest())
+    cache = cache or SummaryCache(None)
     with paused_gc():
         summaries, errors = parse_all(tree.files, cache)
         return program_from_summaries(tree, summaries, errors, cache)

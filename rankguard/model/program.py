@@ -11,65 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 import networkx as nx
 
 from rankguard.core.errors import ErrorRecord
-from rankguard.summary.ir import CallSite, ClassInfo, FileSummary, FunctionInfo, Segs, Stmt
-
-
-@dataclass
-class ModuleRecord:
-    name: str
-    path: str
-    summary: FileSummary
-
-    @property
-    def is_package(self) -> bool:
-        return self.path.endswith(("__init__.py", "__init__.pyi"))
-
-
-@dataclass
-class FunctionRecord:
-    qualname: str  # module-qualified; module-level code is the module's own name
-    module: str
-    path: str
-    info: FunctionInfo
-
-    @property
-    def is_module_body(self) -> bool:
-        return self.qualname == self.module
-
-    @property
-    def local_name(self) -> str:
-        return self.info.qualname
-
-
-@dataclass
-class ClassRecord:
-    qualname: str
-    module: str
-    path: str
-    info: ClassInfo
-    bases: list[str] = field(default_factory=list)  # resolved base classes in the program
-    external_bases: list[str] = field(default_factory=list)
-    methods: dict[str, str] = field(default_factory=dict)  # name -> function qualname
-
-
-class Target(NamedTuple):
-    """One thing a call site may invoke. `kind` is the graph edge kind; `via` refines a call
-    edge (`dispatch`: a callable held in the attribute being called; `subclass`: found on a
-    class derived from the receiver's)."""
-
-    name: str
-    kind: str = "call"
-    via: str | None = None
-
-
-class Resolved(NamedTuple):
-    call: CallSite
-    targets: tuple[Target, ...]
+from rankguard.model.records import ClassRecord, FunctionRecord, ModuleRecord, Resolved, Target
+from rankguard.model.resolve import Resolver
+from rankguard.summary.ir import CallSite, Segs
 
 
 @dataclass
@@ -83,7 +31,7 @@ class Program:
     callbacks: dict[str, list[tuple[str, int]]]  # function -> (callable it passes on, line)
     unresolved: list[tuple[str, str, str, int]]  # (caller, text, path, line)
     subclasses: dict[str, set[str]]
-    _resolver: object = field(default=None, repr=False)
+    _resolver: Resolver | None = field(default=None, repr=False)
     _graph: nx.MultiDiGraph | None = field(default=None, repr=False)
     _mro: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _targets: dict[str, dict[int, tuple[Target, ...]]] = field(default_factory=dict, repr=False)
@@ -124,12 +72,10 @@ class Program:
         return self._graph
 
     @property
-    def resolver(self):  # -> rankguard.model.resolve.Resolver
+    def resolver(self) -> Resolver:
         """The resolver, created on first use (a program loaded from the resolution cache has
         none until an analysis asks for one)."""
         if self._resolver is None:
-            from rankguard.model.resolve import Resolver
-
             self._resolver = Resolver(self)
         return self._resolver
 
@@ -197,19 +143,3 @@ class Program:
     def iter_functions(self) -> Iterator[FunctionRecord]:
         for name in sorted(self.functions):
             yield self.functions[name]
-
-
-def walk_calls(body: tuple[Stmt, ...]) -> Iterator[CallSite]:
-    """Every call in a statement list, in program order, headers before bodies."""
-    for stmt in body:
-        yield from stmt.calls
-        for block in stmt.blocks:
-            yield from walk_calls(block)
-
-
-def walk_statements(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
-    """Every statement of a body, nested blocks included, in program order."""
-    for stmt in body:
-        yield stmt
-        for block in stmt.blocks:
-            yield from walk_statements(block)

@@ -15,12 +15,12 @@ from collections.abc import Iterator
 from importlib import resources
 from typing import TYPE_CHECKING
 
-from rankguard.model.program import walk_statements
+from rankguard.model.records import FunctionRecord, Target
 from rankguard.model.values import BUILTIN_PREFIX, Value, external
-from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT, CallSite, Segs, Stmt
+from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT, CallSite, Segs, Stmt, walk_statements
 
 if TYPE_CHECKING:
-    from rankguard.model.program import FunctionRecord, Program, Target
+    from rankguard.model.program import Program
 
 _BUILTINS = frozenset(dir(builtins))
 
@@ -463,8 +463,6 @@ class Resolver:
 
     # -- calls ------------------------------------------------------------------
     def call_targets(self, fn: FunctionRecord, call: CallSite) -> list[Target]:
-        from rankguard.model.program import Target
-
         kind = "callback" if call.deferred else "call"
         targets: list[Target] = []
         for value in self.evaluate(fn, call.target):
@@ -491,8 +489,6 @@ class Resolver:
         return sorted(set(targets), key=lambda t: (t.name, t.kind, t.via or ""))
 
     def _fallback(self, segs: Segs, kind: str) -> list[Target]:
-        from rankguard.model.program import Target
-
         if len(segs) < 2 or segs[-1] in (CALL, SUBSCRIPT) or segs[-1].startswith("__"):
             return []
         if segs[-1] in COMMON_METHODS:  # most likely a library object's method

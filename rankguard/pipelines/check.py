@@ -97,28 +97,31 @@ def run_check(
     if missing:
         raise InputError(f"{missing[0]}: no such file or folder")
     run = CheckRun()
-    cache = make_cache(config, options.cache_dir, enabled=options.use_cache)
+    cache = make_cache(options.cache_dir, enabled=options.use_cache)
     targets = plan_targets(paths, config, explicit_config)
     for target in targets:
         tree = read_directory(target.root, config.exclude)
         program = load_program(tree, config, cache)
         base = target.root if target.root.is_dir() else target.root.parent
-        context = RuleContext(program, config, {"include_round_tail": options.include_round_tail})
+        context = RuleContext(
+            program,
+            config,
+            {"include_round_tail": options.include_round_tail},
+            read_source=lambda rel, root=base: (root / rel).read_text("utf-8"),
+        )
         origin = config.source.as_posix() if config.source else target.root.as_posix()
         found = require_rounds(program, config.rounds, lambda c=context: c.discovery, origin)
         if found is not None:
             run.discoveries.append(found)
-        rounds = ",".join(context.round_patterns)
-        where = results_path(
-            tree, cache, chosen, f"round-tail={options.include_round_tail};rounds={rounds}"
-        )
+        switches = f"round-tail={options.include_round_tail}"
+        where = results_path(tree, cache, config, chosen, switches)
         cached = load_results(where)
         if cached is not None:
             part = cached.check
         else:
-            context.options["read_source"] = lambda rel, root=base: (root / rel).read_text("utf-8")
             part = run_rules(program, config, chosen, context=context)
-            store_results(where, Results(part, None))
+            if not part.failures:  # a rule that raised is retried next run, not remembered
+                store_results(where, Results(part, None))
         if options.report_unused_ignores:
             ran = [rule.name for rule in chosen]
             part.findings = sorted([*part.findings, *unused_ignores(program, part, ran, known)])
@@ -135,6 +138,7 @@ def run_check(
             ErrorRecord(prefix + e.path, e.message)
             for e in target.restrict(program.errors, key=lambda e: {e.path})
         ]
+        run.errors += [ErrorRecord(prefix + e.path, e.message) for e in part.failures]
     run.result.findings.sort()
     run.everything.sort()
     run.errors.sort()

@@ -97,12 +97,9 @@ def _reach(pinned: Pinned, config: Config, patterns: Sequence[str]):
     parse_errors = [e for e in pinned.errors if e not in pinned.tree.errors]
     program = program_from_summaries(pinned.tree, pinned.summaries, parse_errors, pinned.cache)
     if not patterns:  # none configured: the rounds `check` would discover
-        from rankguard.analysis.discovery import discover_rounds
-        from rankguard.analysis.rounds import CollectiveReach
-        from rankguard.catalogs.catalog import collective_catalog
+        from rankguard.rules.session import AnalysisSession
 
-        reach = CollectiveReach(program, collective_catalog(config.collectives))
-        patterns = discover_rounds(program, reach).patterns
+        patterns = AnalysisSession(program, config).discovery.patterns
     rounds = match_rounds(program, patterns) if patterns else []
     if not rounds:
         return None, program.errors

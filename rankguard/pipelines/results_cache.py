@@ -22,6 +22,7 @@ from typing import Any
 
 from rankguard.adapters import store
 from rankguard.adapters.sources import SourceTree
+from rankguard.core.config import Config
 from rankguard.model.load import program_key
 from rankguard.rules.base import Rule
 from rankguard.rules.engine import CheckResult
@@ -59,7 +60,11 @@ def _rule_sources(rules: Sequence[type[Rule]]) -> list[str]:
 
 
 def results_path(
-    tree: SourceTree, summaries: SummaryCache, rules: Sequence[type[Rule]], options: str = ""
+    tree: SourceTree,
+    summaries: SummaryCache,
+    config: Config,
+    rules: Sequence[type[Rule]],
+    options: str = "",
 ) -> Path | None:
     """Where these results are kept (None: the cache is off); `options` names every switch
     that changes what the rules report (e.g. `--include-round-tail`)."""
@@ -67,6 +72,7 @@ def results_path(
         return None
     digest = hashlib.sha256(program_key(tree, summaries).encode())
     digest.update(package_digest().encode())
+    digest.update(config.digest().encode())  # rules read config; summaries do not
     for line in _rule_sources(rules):
         digest.update(line.encode() + b"\n")
     digest.update(options.encode())

@@ -11,12 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any, ClassVar
 
-from rankguard.core.config import Config
 from rankguard.core.findings import Finding, fingerprint
-from rankguard.model.program import Program
+from rankguard.rules.session import AnalysisSession
 
 # The plugin face: a rule author imports everything from here (README, "Writing a rule").
 __all__ = [
@@ -61,53 +59,8 @@ def example(code: str, **config: Any) -> Example:
 Valid = Invalid = example
 
 
-@dataclass
-class RuleContext:
-    """What a rule may read. Expensive shared results are computed once, on first use."""
-
-    program: Program
-    config: Config
-    options: dict[str, Any] = field(default_factory=dict)  # command-line switches, e.g.
-    # {"include_round_tail": True}
-
-    @cached_property
-    def collectives(self):  # -> CollectiveCatalog
-        from rankguard.catalogs.catalog import collective_catalog
-
-        return collective_catalog(self.config.collectives)
-
-    @cached_property
-    def discovery(self):  # -> Discovery
-        """Round candidates when the config names no rounds (analysis.discovery)."""
-        from rankguard.analysis.discovery import discover_rounds
-
-        return discover_rounds(self.program, self.reach)
-
-    @property
-    def round_patterns(self) -> tuple[str, ...]:
-        return self.config.rounds or self.discovery.patterns
-
-    @cached_property
-    def rounds(self):  # -> list[Round]
-        from rankguard.analysis.rounds import find_rounds
-
-        return find_rounds(self.program, self.round_patterns, self.collectives, self.reach)
-
-    @cached_property
-    def reach(self):  # -> CollectiveReach
-        from rankguard.analysis.rounds import CollectiveReach
-
-        return CollectiveReach(self.program, self.collectives)
-
-    def cst(self, path: str):  # -> libcst.Module
-        """The concrete syntax tree of one analysed file, parsed on demand with libcst."""
-        import libcst
-
-        cache = self.__dict__.setdefault("_cst", {})
-        if path not in cache:
-            source = self.options["read_source"](path)
-            cache[path] = libcst.parse_module(source)
-        return cache[path]
+# Rules were written against `RuleContext`; it is the analysis session.
+RuleContext = AnalysisSession
 
 
 class Rule:

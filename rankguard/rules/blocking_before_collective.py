@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from rankguard.analysis.blocking import Pair, analysis_for
+from rankguard.analysis.blocking import Pair
 from rankguard.core.chains import chain_json, chain_key
 from rankguard.core.findings import Finding, fingerprint
 from rankguard.rules.base import Example, Invalid, Rule, RuleContext, Valid
@@ -159,7 +159,7 @@ class BlockingBeforeCollective(Rule):
     ]
 
     def check(self, context: RuleContext) -> Iterable[Finding]:
-        analysis = analysis_for(context)
+        analysis = context.blocking
         include_tail = bool(context.options.get("include_round_tail"))
         for rnd in context.rounds:
             regions = analysis.regions(rnd, include_tail)

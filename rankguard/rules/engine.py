@@ -11,10 +11,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from rankguard.core.config import Config
+from rankguard.core.errors import ErrorRecord, internal_error
 from rankguard.core.findings import Finding, fingerprint
 from rankguard.model.program import Program
 from rankguard.rules.base import Example, Invalid, Rule, RuleContext
 from rankguard.rules.codes import alias_table, resolve_names
+from rankguard.rules.session import SourceReader
 from rankguard.summary.ir import FileSummary
 
 
@@ -37,6 +39,7 @@ class Suppressed:
 class CheckResult:
     findings: list[Finding] = field(default_factory=list)
     suppressed: list[Suppressed] = field(default_factory=list)
+    failures: list[ErrorRecord] = field(default_factory=list)  # rules that raised
 
 
 def choose(
@@ -99,14 +102,19 @@ def run_rules(
     rules: Sequence[type[Rule]],
     options: dict[str, Any] | None = None,
     context: RuleContext | None = None,
+    read_source: SourceReader | None = None,
 ) -> CheckResult:
     """`context` may be given by a caller that wants the rules' shared results afterwards
     (the report reads the staleness rows `stale-widening-term` computed)."""
-    context = context or RuleContext(program, config, dict(options or {}))
+    context = context or RuleContext(program, config, dict(options or {}), read_source)
     found: list[Finding] = []
-    for rule_class in rules:
-        found.extend(rule_class().check(context))
     result = CheckResult()
+    for rule_class in rules:
+        try:
+            # All or nothing: a rule that fails half-way contributes no partial findings.
+            found.extend(list(rule_class().check(context)))
+        except Exception as exc:  # a rule's bug must not hide the other rules' findings
+            result.failures.append(internal_error(f"rule '{rule_class.name}'", exc))
     by_path = {m.path: m.summary for m in program.modules.values()}
     names = alias_table(rules)
     for finding in unique_fingerprints(found):

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import ClassVar
 
-from rankguard.analysis.staleness import staleness
 from rankguard.core.chains import chain_json, chain_key
 from rankguard.core.findings import Finding, fingerprint
 from rankguard.rules.base import Example, Invalid, Rule, RuleContext, Valid
@@ -102,9 +101,7 @@ class StaleWideningTerm(Rule):
     ]
 
     def check(self, context: RuleContext) -> Iterable[Finding]:
-        report = context.__dict__.get("_staleness")
-        if report is None:
-            report = context.__dict__["_staleness"] = staleness(context.program, context.config)
+        report = context.staleness
         for row in report.unsafe_cached:
             cache = row.cache
             assert cache is not None

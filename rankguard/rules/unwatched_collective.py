@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import ClassVar
 
-from rankguard.analysis.blocking import analysis_for
-from rankguard.analysis.watchdog import Unwatched, find_unwatched
+from rankguard.analysis.watchdog import Unwatched
 from rankguard.core.chains import chain_key
 from rankguard.core.findings import Finding, fingerprint
 from rankguard.rules.base import Example, Invalid, Rule, RuleContext, Valid
@@ -35,16 +34,6 @@ _HOOKS = {"watchdog_hooks": ["on_blocked_recv"]}
 def _loop(*body: str, extra: str = "") -> str:
     lines = "".join(f"            {line}\n" for line in body)
     return f"{_HOOK}{extra}    def event_loop(self):\n        while True:\n{lines}"
-
-
-def unwatched_for(context: RuleContext) -> list[Unwatched]:
-    """Shared with `rankguard fix stamp-watchdog`: the same analysis, one run per context."""
-    cached = context.__dict__.get("_unwatched")
-    if cached is None:
-        hooks = context.config.watchdog_hooks
-        cached = find_unwatched(context.program, context.rounds, analysis_for(context), hooks)
-        context.__dict__["_unwatched"] = cached
-    return cached
 
 
 class UnwatchedCollective(Rule):
@@ -143,7 +132,7 @@ class UnwatchedCollective(Rule):
     ]
 
     def check(self, context: RuleContext) -> Iterable[Finding]:
-        for item in unwatched_for(context):
+        for item in context.unwatched:
             yield _finding(self.name, item, context.config.watchdog_hooks[0])
 
 

@@ -532,11 +532,15 @@ class _Builder:
         value = node.value
         pairs = _unpacked_pairs(node)
         if pairs:
-            # `a, b = f, g`: one assignment per name, so each keeps its own value.
-            return [
-                self.assignment(ast.Assign(targets=[t], value=v, lineno=node.lineno))
-                for t, v in pairs
-            ]
+            # `a, b = f, g`: one assignment per name, so each keeps its own value; a nested
+            # pair (`a, (b, c) = f, (g, h)`) unpacks again, flat in the same statement list.
+            flat: list[Stmt] = []
+            for target, element in pairs:
+                made = self.assignment(
+                    ast.Assign(targets=[target], value=element, lineno=node.lineno)
+                )
+                flat.extend(made if isinstance(made, list) else [made])
+            return flat
         targets: list[Segs] = []
         if isinstance(node, ast.Assign):
             for target in node.targets:

@@ -12,6 +12,7 @@ A *reference* (`Segs`) is a dotted chain as written: `self.tp_group.all_reduce` 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,3 +130,19 @@ class FileSummary:
     suppressions: dict[int, tuple[tuple[str, ...], str]] = field(default_factory=dict)
     facts: dict[str, Any] = field(default_factory=dict)  # per-analysis extras, by extractor
     lines: int = 0
+
+
+def walk_calls(body: tuple[Stmt, ...]) -> Iterator[CallSite]:
+    """Every call in a statement list, in program order, headers before bodies."""
+    for stmt in body:
+        yield from stmt.calls
+        for block in stmt.blocks:
+            yield from walk_calls(block)
+
+
+def walk_statements(body: tuple[Stmt, ...]) -> Iterator[Stmt]:
+    """Every statement of a body, nested blocks included, in program order."""
+    for stmt in body:
+        yield stmt
+        for block in stmt.blocks:
+            yield from walk_statements(block)

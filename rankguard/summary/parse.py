@@ -1,7 +1,7 @@
 """Turn source files into summaries: decode, parse, summarise, cache, in parallel.
 
 One parse per file content: results (errors included) are cached on disk under the git blob id,
-the tool's summary version and the config digest, so a PR's base and head share nearly every
+the code that summarises (never the config), so a PR's base and head share nearly every
 entry and an unchanged tree costs only the reads. Entries are written atomically, so two runs
 can share one cache; an entry that fails to load is treated as missing and rebuilt.
 """
@@ -107,9 +107,11 @@ def parse_bytes(data: bytes) -> Parsed:
 class SummaryCache:
     """Content-addressed store of `Parsed` results; `None` directory disables it."""
 
-    def __init__(self, directory: Path | None, config_digest: str) -> None:
+    def __init__(self, directory: Path | None) -> None:
         self.directory = directory
-        self.salt = f"{__version__}-{CODE_VERSION}-{config_digest}"
+        # Summaries depend on the file's content and the code that summarises it, never on
+        # config: changing `watchdog-hooks` must not re-parse the tree.
+        self.salt = f"{__version__}-{CODE_VERSION}"
         self.hits = 0
         self.misses = 0
 

@@ -40,8 +40,8 @@ def check_files(
     config = config_of(settings or {})
     program = load_program(read_directory(root, config.exclude), config)
     assert not program.errors, program.errors
-    options.setdefault("read_source", lambda rel: (root / rel).read_text("utf-8"))
-    return run_rules(program, config, rules, options)
+    reader = options.pop("read_source", lambda rel: (root / rel).read_text("utf-8"))
+    return run_rules(program, config, rules, options, read_source=reader)
 
 
 def check_example(root: Path, rule: type[Rule], example: Example, **options: Any) -> list[Finding]:

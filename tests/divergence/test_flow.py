@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
+from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.discovery import discover_rounds
 from rankguard.analysis.divergence import (
     SourceCatalog,
@@ -13,7 +14,6 @@ from rankguard.analysis.divergence import (
     is_rank_name,
     is_uniform_name,
 )
-from rankguard.analysis.rounds import CollectiveReach
 from rankguard.catalogs.catalog import collective_catalog
 from rankguard.model import Program
 

@@ -44,7 +44,8 @@ from rankguard.analysis.staleness.algebra import (
 from rankguard.analysis.staleness.terms import TermCatalog
 from rankguard.core.chains import Hop
 from rankguard.core.errors import ErrorRecord
-from rankguard.model.program import FunctionRecord, Program
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord
 from rankguard.summary.arith import FACT, FACT_VERSION, FnArith
 
 BUILTIN = "<builtin>."
@@ -280,7 +281,7 @@ class Flows:
         found = table.get((line, col))
         if found is not None:
             return found
-        from rankguard.model.program import Target
+        from rankguard.model.records import Target
 
         return tuple(Target(name) for name in self.p.resolve_target(qual, segs))
 

@@ -169,6 +169,7 @@ def build_report(
         report.broken = broken_rows(inventory, base, head, config)
         report.errors += inventory.errors
     report.errors += head.program.errors
+    report.errors += base.result.failures + head.result.failures  # rules that raised
     report.errors += [ErrorRecord("<ruff>", message) for message in parity.errors]
     report.errors = sorted(set(report.errors))
     return report

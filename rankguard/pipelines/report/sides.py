@@ -72,20 +72,20 @@ def load_side(
     tree = read_revision(repo_path, commit.hexsha, subdir, config.exclude)
     program = load_program(tree, config, cache)
     data = {f.path: f.data for f in tree.files}
-    options = {"read_source": lambda rel: data[rel].decode("utf-8", "replace")}
-    context = RuleContext(program, config, options)
+    context = RuleContext(
+        program, config, read_source=lambda rel: data[rel].decode("utf-8", "replace")
+    )
     discovery = None
-    if label == "head":
+    if label == "head":  # announced, and checked: the head must have rounds
         origin = f"{rev}:{subdir or '.'}" if not config.source else str(config.source)
         discovery = require_rounds(program, config.rounds, lambda: context.discovery, origin)
-    elif not config.rounds:
-        discovery = context.discovery
-    where = results_path(tree, cache, rules, "rounds=" + ",".join(context.round_patterns))
+    where = results_path(tree, cache, config, rules)
     results = load_results(where)
     if results is None or (staleness_source is not None and results.staleness is None):
         check = run_rules(program, config, rules, context=context)
         rows = staleness_source(context) if staleness_source is not None else None
         results = Results(check, rows)
-        store_results(where, results)
+        if not check.failures:  # a rule that raised is retried next run, not remembered
+            store_results(where, results)
     rows = results.staleness if staleness_source is not None else None
     return Side(label, rev, commit.hexsha, tree, program, results.check, rows, discovery)
