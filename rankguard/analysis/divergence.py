@@ -37,6 +37,7 @@ from typing import Any
 
 from rankguard.analysis.collectives import CollectiveReach, CollectiveSite
 from rankguard.analysis.reach import FOLLOWED, reach_from
+from rankguard.catalogs.loader import load_catalog
 from rankguard.core.chains import Hop, chain_json
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
@@ -166,17 +167,12 @@ def is_uniform_name(name: str) -> bool:
 
 
 def _driver_patterns(configured: Iterable[Any]) -> tuple[str, ...]:
-    """The shared driver-term catalog (`rules/driver_terms.toml`) plus config `driver-terms`."""
+    """The shared driver-term catalog (`catalogs/driver_terms.toml`) plus config `driver-terms`."""
     patterns: list[str] = list(_DRIVER_EXTRA)
-    try:
-        from rankguard.catalogs.catalog import load_toml
-
-        for term in load_toml("driver_terms.toml").get("term", []):
-            patterns.extend(term.get("match", []))
-            if term.get("name"):
-                patterns.append(term["name"])
-    except (FileNotFoundError, ModuleNotFoundError, OSError):  # catalog not shipped yet
-        pass
+    for term in load_catalog("driver_terms")["term"]:
+        patterns.extend(term.get("match", []))
+        if term.get("name"):
+            patterns.append(term["name"])
     for entry in configured:
         if isinstance(entry, str):
             patterns.append(entry)

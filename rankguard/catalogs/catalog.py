@@ -3,20 +3,10 @@
 from __future__ import annotations
 
 import fnmatch
-import sys
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
-
-def load_toml(name: str) -> dict:
-    """A TOML file shipped in `rankguard/catalogs/`."""
-    return tomllib.loads(resources.files("rankguard.catalogs").joinpath(name).read_text("utf-8"))
+from rankguard.catalogs.loader import check_entry, load_catalog
 
 
 @dataclass(frozen=True)
@@ -38,7 +28,7 @@ class CollectiveCatalog:
 
 @cache
 def _shipped() -> tuple[frozenset[str], frozenset[str]]:
-    data = load_toml("collectives.toml")
+    data = load_catalog("collectives")
     mods = data["modules"]
     coll = frozenset(f"{m}.{n}" for m in mods for n in data["collective"])
     p2p = frozenset(f"{m}.{n}" for m in mods for n in data["point-to-point"])
@@ -77,19 +67,9 @@ class BlockingEntry:
 
 
 def _entry(data: dict, origin: str, where: str) -> BlockingEntry:
-    from rankguard.core.errors import InputError
-
-    unknown = set(data) - {
-        "name", "kind", "reason", "match", "methods", "context", "guard", "block-arg", "timeout-arg"
-    }  # fmt: skip
-    if unknown:
-        raise InputError(f"{where}: unknown key(s) {sorted(unknown)} in a blocking entry")
-    name = data.get("name")
-    if not isinstance(name, str) or not name:
-        raise InputError(f"{where}: a blocking entry needs a 'name' (got {data!r})")
+    check_entry("blocking", data, where)
+    name = data["name"]
     guard = data.get("guard")
-    if guard is not None and guard not in GUARDS:
-        raise InputError(f"{where}: blocking entry '{name}': unknown guard '{guard}'")
     return BlockingEntry(
         name=name,
         kind=str(data.get("kind", "configured")),
@@ -106,7 +86,7 @@ def _entry(data: dict, origin: str, where: str) -> BlockingEntry:
 
 @cache
 def _shipped_blocking() -> tuple[BlockingEntry, ...]:
-    data = load_toml("blocking.toml")
+    data = load_catalog("blocking")  # validated as a whole against the same schema
     return tuple(_entry(item, "catalog", "blocking.toml") for item in data["entry"])
 
 

@@ -19,6 +19,7 @@ from rankguard.commands._shared import announce, emit_json, load_config, print_e
 from rankguard.core.errors import InputError
 from rankguard.pipelines.check import CheckOptions, CheckRun, run_check
 from rankguard.reports.baseline import judge, write_baseline
+from rankguard.reports.sarif import render
 from rankguard.reports.text import Style, render_text, use_colour
 from rankguard.rules.engine import choose
 from rankguard.rules.registry import all_rules
@@ -122,8 +123,6 @@ def _emit(args: argparse.Namespace, run: CheckRun) -> None:
             payload["stale_baseline"] = [e.to_json() for e in run.stale]
         emit_json(payload)
     elif args.format == "sarif":
-        from rankguard.reports.sarif import render
-
         sarif = render(result.findings, run.rules, run.errors)
         json.dump(sarif, sys.stdout, indent=2, sort_keys=True)
         sys.stdout.write("\n")

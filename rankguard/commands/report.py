@@ -26,8 +26,10 @@ from rankguard.commands._shared import announce, print_errors, write_output
 from rankguard.model.load import make_cache
 from rankguard.pipelines.report import build_report
 from rankguard.pipelines.report.build import FAIL_ON
-from rankguard.pipelines.report.staleness import default_source
+from rankguard.pipelines.report.staleness import audit_rows
 from rankguard.pipelines.report.trust import report_config
+from rankguard.reports.render import render_html, render_markdown
+from rankguard.reports.sarif import render
 from rankguard.rules.engine import choose
 from rankguard.rules.registry import all_rules
 
@@ -79,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
         rules,
         subdir=args.subdir,
         inventory=inventory,
-        staleness_source=default_source(),
+        staleness_source=audit_rows,
     )
     if report.head.discovery is not None:
         announce(report.head.discovery)
@@ -87,17 +89,11 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "json":
         text = json.dumps(data, indent=2, sort_keys=True) + "\n"
     elif args.format == "sarif":
-        from rankguard.reports.sarif import render
-
         sarif = render(report.findings.new, rules, report.errors)
         text = json.dumps(sarif, indent=2, sort_keys=True) + "\n"
     elif args.format == "html":
-        from rankguard.reports.render import render_html
-
         text = render_html(data)
     else:
-        from rankguard.reports.render import render_markdown
-
         text = render_markdown(data)
     write_output(text, args.output)
     if args.output is not None or args.format != "md":

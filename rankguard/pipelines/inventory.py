@@ -18,10 +18,12 @@ from rankguard.analysis.inventory.relocate import Relocation, attach_reachabilit
 from rankguard.analysis.inventory.sites import EmitSite, collect_sites
 from rankguard.analysis.inventory.table import Inventory
 from rankguard.analysis.inventory.templates import line_matchers
+from rankguard.analysis.reach import match_rounds, reach_from
 from rankguard.core.config import Config
 from rankguard.core.errors import ErrorRecord
-from rankguard.model.load import paused_gc
+from rankguard.model.load import paused_gc, program_from_summaries
 from rankguard.pipelines.inventory_pins import pin_warnings, warning
+from rankguard.rules.session import AnalysisSession
 from rankguard.summary import emissions as _emissions  # noqa: F401  (registers the extractor)
 from rankguard.summary.ir import FileSummary
 from rankguard.summary.parse import SummaryCache, parse_all
@@ -91,14 +93,9 @@ def relocate(
 
 def _reach(pinned: Pinned, config: Config, patterns: Sequence[str]):
     """Chains from the rounds to every reachable function, or None when no round matches."""
-    from rankguard.analysis.reach import match_rounds, reach_from
-    from rankguard.model.load import program_from_summaries
-
     parse_errors = [e for e in pinned.errors if e not in pinned.tree.errors]
     program = program_from_summaries(pinned.tree, pinned.summaries, parse_errors, pinned.cache)
     if not patterns:  # none configured: the rounds `check` would discover
-        from rankguard.rules.session import AnalysisSession
-
         patterns = AnalysisSession(program, config).discovery.patterns
     rounds = match_rounds(program, patterns) if patterns else []
     if not rounds:

@@ -19,6 +19,7 @@ from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 
+from rankguard import rules as rules_package
 from rankguard.core.config import Config
 from rankguard.core.errors import InputError
 from rankguard.rules.base import Rule
@@ -52,10 +53,8 @@ def rules_in(module: ModuleType) -> list[type[Rule]]:
 
 
 def builtin_rules() -> list[type[Rule]]:
-    import rankguard.rules as package
-
     found: list[type[Rule]] = []
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+    for info in sorted(pkgutil.iter_modules(rules_package.__path__), key=lambda m: m.name):
         if info.name in _NOT_RULES or info.name.startswith("_"):
             continue
         name = f"rankguard.rules.{info.name}"

@@ -45,7 +45,7 @@ from rankguard.analysis.staleness.terms import TermCatalog
 from rankguard.core.chains import Hop
 from rankguard.core.errors import ErrorRecord
 from rankguard.model.program import Program
-from rankguard.model.records import FunctionRecord
+from rankguard.model.records import FunctionRecord, Target
 from rankguard.summary.arith import FACT, FACT_VERSION, FnArith
 
 BUILTIN = "<builtin>."
@@ -281,8 +281,6 @@ class Flows:
         found = table.get((line, col))
         if found is not None:
             return found
-        from rankguard.model.records import Target
-
         return tuple(Target(name) for name in self.p.resolve_target(qual, segs))
 
     def term_spec(self, name: str):

@@ -11,8 +11,7 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
-from rankguard.catalogs.catalog import load_toml
-from rankguard.core.errors import InputError
+from rankguard.catalogs.loader import check_entry, load_catalog
 
 
 @dataclass(frozen=True)
@@ -37,17 +36,10 @@ class TermCatalog:
 
 
 def _spec(entry: dict[str, Any], configured: bool, origin: str) -> TermSpec:
-    patterns = entry.get("match") or entry.get("pattern") or entry.get("name")
-    if isinstance(patterns, str):
-        patterns = [patterns]
-    if not patterns or not all(isinstance(p, str) for p in patterns):
-        raise InputError(f"{origin}: driver term {entry!r} needs `name` or `match` patterns")
+    check_entry("driver_terms", entry, origin)
+    patterns = entry.get("match") or [entry.get("pattern") or entry["name"]]
     element = entry.get("element")
-    if element is not None and not isinstance(element, int):
-        raise InputError(f"{origin}: driver term {entry!r}: `element` must be an integer")
     fields = entry.get("fields", ())
-    if isinstance(fields, str) or not all(isinstance(f, str) for f in fields):
-        raise InputError(f"{origin}: driver term {entry!r}: `fields` must be a list of names")
     return TermSpec(
         str(entry.get("name") or patterns[0]),
         tuple(patterns),
@@ -64,6 +56,6 @@ def term_catalog(configured: tuple[Any, ...] = ()) -> TermCatalog:
     for item in configured:
         entry = {"match": [item], "name": item} if isinstance(item, str) else dict(item)
         specs.append(_spec(entry, True, "config driver-terms"))
-    for entry in load_toml("driver_terms.toml")["term"]:
+    for entry in load_catalog("driver_terms")["term"]:
         specs.append(_spec(entry, False, "driver_terms.toml"))
     return TermCatalog(tuple(specs))

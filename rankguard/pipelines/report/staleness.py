@@ -27,15 +27,6 @@ def audit_rows(context: RuleContext) -> list[dict[str, Any]]:
     return [row.to_json() for row in context.staleness.rows]
 
 
-def default_source() -> RowSource | None:
-    """The staleness audit when it is installed, else None (the section says unavailable)."""
-    try:
-        import rankguard.analysis.staleness  # noqa: F401
-    except ImportError:
-        return None
-    return audit_rows
-
-
 def row_key(row: dict[str, Any]) -> tuple[str, str, tuple[str, ...]]:
     consumer = row.get("consumer") or {}
     chain = tuple(str(hop.get("function", "")) for hop in row.get("chain") or ())
