@@ -69,3 +69,26 @@ def test_no_import_cycle_between_modules():
                 edges.add_edge(module, imported)
     cycles = sorted(sorted(c) for c in nx.simple_cycles(edges))
     assert cycles == []
+
+
+MAX_LINES = 500
+# Modules still over the limit, each being split by job; an entry that fits fails the test, so
+# the list only shrinks.
+OVERSIZED: set[str] = {
+    "rankguard/summary/arith.py",
+    "rankguard/model/resolve.py",
+    "rankguard/analysis/blocking.py",
+    "rankguard/summary/extract.py",
+    "rankguard/analysis/staleness/flow.py",
+    "rankguard/analysis/divergence.py",
+}
+
+
+def test_no_module_over_the_size_limit():
+    sizes = {
+        str(path.relative_to(PACKAGE.parent)): len(path.read_text("utf-8").splitlines())
+        for path in PACKAGE.rglob("*.py")
+    }
+    over = {path for path, lines in sizes.items() if lines > MAX_LINES}
+    assert over - OVERSIZED == set(), {p: sizes[p] for p in over - OVERSIZED}
+    assert OVERSIZED - over == set(), "now within the limit: remove from OVERSIZED"

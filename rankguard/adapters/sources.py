@@ -60,6 +60,8 @@ class SourceTree:
     files: list[SourceFile]
     errors: list[ErrorRecord]
     revision: str | None = None
+    # Files Python would import under another file's name, each kept under a name of its own.
+    warnings: list[ErrorRecord] = field(default_factory=list)
 
 
 def is_excluded(relpath: str, patterns: Iterable[str]) -> bool:
@@ -75,11 +77,16 @@ def is_excluded(relpath: str, patterns: Iterable[str]) -> bool:
 
 def module_names(
     paths: Iterable[str], prefix: tuple[str, ...] = (), by_path: bool = False
-) -> dict[str, str]:
-    """Dotted module name for each posix path, as Python would import it.
+) -> tuple[dict[str, str], list[ErrorRecord]]:
+    """Dotted module name for each posix path, as Python would import it, one name per file;
+    and a warning for each file whose name Python gives to another file.
 
-    A file's name runs from the topmost folder above it that holds an `__init__.py`, so folders
-    without one inside a package (PEP 420 namespace packages, as in sglang/srt) still count.
+    A file's name runs from its import root: the folder above the topmost folder holding an
+    `__init__.py`, so folders without one inside a package (PEP 420 namespace packages, as in
+    sglang/srt) still count. An import root that is itself a namespace folder is no root: one
+    that holds plain modules (they are named by their path, so the folder is a package by path)
+    or lies inside another import root. There the names come from paths, and two `utils/common.py`
+    in different folders keep different names.
     `prefix` names the packages that enclose the root itself (pointing at `sglang/srt`, the
     prefix is `sglang.srt`) and then heads every name; a file under no package is named by its
     path from the root, and so is every file when `by_path` says the root is an install root.
@@ -88,21 +95,71 @@ def module_names(
     package_dirs = {
         str(PurePosixPath(p).parent) for p in paths if PurePosixPath(p).name == "__init__.py"
     }
-    names: dict[str, str] = {}
+    roots: dict[str, str | None] = {}  # path -> the folder it imports from; None: by path
     for p in paths:
-        pure = PurePosixPath(p)
-        folders = [str(f) for f in pure.parents]  # innermost first, ending with "."
+        folders = [str(f) for f in PurePosixPath(p).parents]  # innermost first, ending with "."
         top = next((f for f in reversed(folders) if f in package_dirs), None)
-        rel = pure.with_suffix("").parts
-        if top is not None and top != "." and not prefix and not by_path:
-            start = len(PurePosixPath(top).parts) - 1
-            parts = list(rel[start:])
-        else:
-            parts = [*prefix, *rel]
-        if parts and parts[-1] == "__init__":
-            parts.pop()
-        names[p] = ".".join(parts) or pure.stem
-    return names
+        by_its_path = top is None or top == "." or prefix or by_path
+        roots[p] = None if by_its_path else str(PurePosixPath(top).parent)
+    namespaces = {  # folders that modules named by their path make packages by path
+        str(folder)
+        for p, root in roots.items()
+        if root is None
+        for folder in PurePosixPath(p).parents
+    }
+    found = set(roots.values())
+
+    def outer_root(root: str) -> str | None:
+        chain = [*(str(f) for f in reversed(PurePosixPath(root).parents[:-1])), root]
+        if any(folder in namespaces for folder in chain):
+            return None
+        return next(folder for folder in chain if folder in found)
+
+    names = {
+        p: _dotted(p, prefix, None if root in (None, ".") else outer_root(root))
+        for p, root in roots.items()
+    }
+    return _one_name_per_file(names, prefix)
+
+
+def _dotted(path: str, prefix: tuple[str, ...], root: str | None) -> str:
+    pure = PurePosixPath(path)
+    rel = pure.with_suffix("").parts
+    parts = [*prefix, *rel] if root is None else list(rel[len(PurePosixPath(root).parts) :])
+    if parts and parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts) or pure.stem
+
+
+def _precedence(path: str) -> tuple[int, str]:
+    """Which of two files Python imports under one name: a package, then a module, a stub."""
+    name = PurePosixPath(path).name
+    return (0 if name.startswith("__init__.") else 1 if path.endswith(".py") else 2), path
+
+
+def _shared_names(names: dict[str, str]) -> dict[str, list[str]]:
+    """Names given to several files, each with its files in import precedence."""
+    groups: dict[str, list[str]] = {}
+    for path, name in names.items():
+        groups.setdefault(name, []).append(path)
+    return {n: sorted(g, key=_precedence) for n, g in sorted(groups.items()) if len(g) > 1}
+
+
+def _one_name_per_file(
+    names: dict[str, str], prefix: tuple[str, ...]
+) -> tuple[dict[str, str], list[ErrorRecord]]:
+    """Files sharing a name take their path names; a file whose path name Python gives to
+    another file (`m.py` beside `m/__init__.py`, a stub) keeps a name of its own, with a warning."""
+    for group in _shared_names(names).values():
+        for path in group:
+            names[path] = _dotted(path, prefix, None)
+    clashes: list[ErrorRecord] = []
+    for name, (first, *others) in _shared_names(names).items():
+        for path in others:
+            names[path] = f"{name}@{path}"
+            message = f"module {name} is {first}, as Python imports it: kept as {names[path]}"
+            clashes.append(ErrorRecord(path, message))
+    return names, sorted(clashes)
 
 
 _PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
@@ -190,7 +247,7 @@ def read_directory(path: Path, exclude: tuple[str, ...] = ()) -> SourceTree:
     else:
         root, rels = path, _walk(path, exclude, errors)
     prefix, by_path = _enclosing_packages(root)
-    names = module_names(rels, prefix, by_path)
+    names, clashes = module_names(rels, prefix, by_path)
     files: list[SourceFile] = []
     for rel in rels:
         try:
@@ -199,7 +256,7 @@ def read_directory(path: Path, exclude: tuple[str, ...] = ()) -> SourceTree:
             errors.append(ErrorRecord(rel, f"cannot read: {exc.strerror or exc}"))
             continue
         files.append(SourceFile(rel, names[rel], data, blob_id(data)))
-    return SourceTree(str(root), files, sorted(errors))
+    return SourceTree(str(root), files, sorted(errors), warnings=clashes)
 
 
 def open_repository(repo_path: Path):  # -> git.Repo
@@ -259,12 +316,14 @@ def read_revision(
         ]
         if packaged:
             prefix = tuple(parts[packaged[0] :])
-    names = module_names(blobs, prefix)
+    names, clashes = module_names(blobs, prefix)
     files = [
         SourceFile(rel, names[rel], blob.data_stream.read(), blob.hexsha)
         for rel, blob in sorted(blobs.items())
     ]
-    return SourceTree(f"{repo_path}@{rev}", files, sorted(errors), revision=commit.hexsha)
+    return SourceTree(
+        f"{repo_path}@{rev}", files, sorted(errors), revision=commit.hexsha, warnings=clashes
+    )
 
 
 def _has_init(tree, folder: str) -> bool:

@@ -24,7 +24,14 @@ def load_from_path(args: argparse.Namespace, path: Path) -> tuple[Config, Progra
     config = load_config(args, path)
     cache = make_cache(args.cache_dir, enabled=not args.no_cache)
     tree = read_directory(path, config.exclude)
+    print_warnings(tree.warnings)
     return config, load_program(tree, config, cache)
+
+
+def print_warnings(warnings: list[ErrorRecord]) -> None:
+    """Things the run works around (two files Python imports under one name), on stderr."""
+    for warning in warnings:
+        print(f"rankguard: warning: {warning.path}: {warning.message}", file=sys.stderr)
 
 
 def emit_json(payload: dict[str, Any], out=None) -> None:

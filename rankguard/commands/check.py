@@ -15,7 +15,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rankguard.commands._shared import announce, emit_json, load_config, print_errors
+from rankguard.commands._shared import (
+    announce,
+    emit_json,
+    load_config,
+    print_errors,
+    print_warnings,
+)
 from rankguard.core.errors import InputError
 from rankguard.pipelines.check import CheckOptions, CheckRun, run_check
 from rankguard.reports.baseline import judge, write_baseline
@@ -93,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
         use_cache=not args.no_cache,
     )
     run = run_check(paths, config, args.config is not None, chosen, rules, options)
+    print_warnings(run.warnings)
     if not args.quiet:
         for found in run.discoveries:
             announce(found)

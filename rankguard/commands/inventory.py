@@ -109,7 +109,7 @@ def run_relocate(args: argparse.Namespace) -> int:
                 emit_json(render.relocate_json(outcome), handle)
     else:
         write_output(render.regenerate_markdown(inv, outcome), destination)
-        for line in render.relocate_text_warnings(outcome):
+        for line in render.relocate_text_changes(outcome) + render.relocate_text_warnings(outcome):
             print(line, file=sys.stderr)
     print_errors(outcome.errors)
     return _exit(outcome)

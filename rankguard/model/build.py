@@ -31,7 +31,7 @@ def build_program(
         if summary is None:
             continue
         if src.module in modules:
-            # A stub beside its module, or two roots with the same package: keep the first.
+            # Readers give every file a name of its own (`module_names`): a shared one is a bug.
             first = modules[src.module].path
             duplicate.append(
                 ErrorRecord(src.path, f"module {src.module} already read from {first}")

@@ -51,6 +51,7 @@ class CheckRun:
     result: CheckResult = field(default_factory=CheckResult)
     everything: list[Finding] = field(default_factory=list)  # before the file restriction
     errors: list[ErrorRecord] = field(default_factory=list)
+    warnings: list[ErrorRecord] = field(default_factory=list)  # worked around; the run goes on
     rules: list[type[Rule]] = field(default_factory=list)  # the rules whose findings show
     discoveries: list[Discovery] = field(default_factory=list)
     baseline: Path | None = None  # reports.baseline.judge applied this file
@@ -101,6 +102,7 @@ def run_check(
     targets = plan_targets(paths, config, explicit_config)
     for target in targets:
         tree = read_directory(target.root, config.exclude)
+        run.warnings += tree.warnings
         program = load_program(tree, config, cache)
         base = target.root if target.root.is_dir() else target.root.parent
         context = RuleContext(

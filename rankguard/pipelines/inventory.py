@@ -76,8 +76,12 @@ def relocate(
     rels = relocate_rows(
         inventory.rows, pinned.emitting, pinned.others, pinned.tree.files, across_fields
     )
-    cited = [row.cited.path for row in inventory.rows if row.cited is not None]
+    cited = [site.path for row in inventory.rows for site in row.sites]
     warnings = pin_warnings(pinned.repo, inventory.pin, pinned.commit, cited)
+    warnings += [
+        warning("module-name-clash", f"{clash.path}: {clash.message}", path=clash.path)
+        for clash in pinned.tree.warnings
+    ]
     errors = sorted({*inventory.errors, *pinned.errors})
     if reach and any(rel.sites for rel in rels):
         chains, model_errors = _reach(pinned, config, rounds or config.rounds)

@@ -4,6 +4,14 @@ The regenerated Markdown keeps the user's columns and cells, rewrites `site` to 
 literal is now, adds (or refills) a `status` column, refreshes a `reachable` column when one
 exists, and states the new pin. For a Markdown inventory the text around the table is kept, so
 `--in-place` edits only what relocation knows about. Malformed rows are kept verbatim.
+
+The regenerated table is one the reader takes back, and relocating it again at the same pin
+changes nothing (regeneration is idempotent): an ambiguous row lists all its sites in one cell
+(`a.py:3<br>b.py:9`, which the reader parses); a row with no emitting site (gone, prose-only)
+loses its stale site (`—`) rather than point at unrelated code; where a literal survives only
+as prose, a `prose` column lists each place and what it is. The `status` column is the status
+of the row as regenerated (a moved row, now citing its new site, holds); what relocation found
+is the JSON output and the change lines `relocate_text_changes` gives for stderr.
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ def row_json(rel: Relocation) -> dict[str, Any]:
         "row": row.number,
         "literal": row.literal,
         "cited": row.cited.to_json() if row.cited else None,
+        "cited_sites": [site.to_json() for site in row.sites],
         "status": rel.status,
         "sites": _site_json(rel),
         "reachable": rel.reachable,
@@ -63,19 +72,30 @@ def _escape(cell: str) -> str:
     return cell.replace("|", "\\|").replace("\n", " ")
 
 
+_NONE = "—"
+_JOIN = "<br>"
+
+
 def _site_cell(rel: Relocation, original: str) -> str:
-    if rel.status in ("held", "gone", "prose-only"):
+    if not rel.locations:
+        return _NONE
+    if rel.status == "held" and len(rel.row.sites) == 1:
         return original
     code = original.strip().startswith("`")
-    cells = [f"`{p}:{n}`" if code else f"{p}:{n}" for p, n in rel.locations]
-    return "<br>".join(cells)
+    return _JOIN.join(f"`{p}:{n}`" if code else f"{p}:{n}" for p, n in rel.locations)
+
+
+def _prose_cell(rel: Relocation) -> str:
+    if rel.sites:
+        return ""
+    return _JOIN.join(f"`{p.path}:{p.line}` ({p.what})" for p in rel.prose)
 
 
 def _reachable_cell(rel: Relocation, original: str) -> str:
+    if not rel.sites:
+        return _NONE
     if rel.chains is None:
         return original
-    if rel.reachable is None:
-        return "—"
     word = "yes" if rel.reachable else "no"
     return original if original.strip().lower().startswith(word) else word
 
@@ -83,9 +103,10 @@ def _reachable_cell(rel: Relocation, original: str) -> str:
 def _table_lines(inv: Inventory, rels: list[Relocation]) -> list[str]:
     columns = list(inv.columns)
     headers = [inv.headers[c] for c in columns]
-    if "status" not in columns:
-        columns.append("status")
-        headers.append("status")
+    for extra in ("status", "prose"):
+        if extra not in columns and (extra == "status" or any(r.prose for r in rels)):
+            columns.append(extra)
+            headers.append(extra)
     lines = [
         "| " + " | ".join(_escape(h) for h in headers) + " |",
         "|" + "---|" * len(headers),
@@ -104,7 +125,8 @@ def _table_lines(inv: Inventory, rels: list[Relocation]) -> list[str]:
         cells["site"] = _site_cell(rel, cells.get("site", ""))
         if "reachable" in cells:
             cells["reachable"] = _reachable_cell(rel, cells["reachable"])
-        cells["status"] = rel.status
+        cells["status"] = "held" if rel.status in ("moved", "wrong-file") else rel.status
+        cells["prose"] = _prose_cell(rel)
         lines.append("| " + " | ".join(_escape(cells.get(c, "")) for c in columns) + " |")
     return lines
 
@@ -203,3 +225,20 @@ def census_text(outcome: Outcome) -> str:
 
 def relocate_text_warnings(outcome: Outcome) -> list[str]:
     return [f"warning: {item['message']}" for item in outcome.warnings]
+
+
+def relocate_text_changes(outcome: Outcome) -> list[str]:
+    """One line per row not held: what relocation found, for the reader of a regeneration."""
+    out: list[str] = []
+    for rel in outcome.relocations:
+        if rel.status == "held":
+            continue
+        cited = ", ".join(str(site) for site in rel.row.sites) or "no site"
+        if rel.sites:
+            now = ", ".join(f"{p}:{n}" for p, n in rel.locations)
+        elif rel.prose:
+            now = "only as prose: " + ", ".join(str(p) for p in rel.prose)
+        else:
+            now = "nowhere"
+        out.append(f"{rel.row.id}: {rel.status}: cited {cited}; now {now}")
+    return out

@@ -26,7 +26,7 @@ from rankguard.rules.base import Rule
 from rankguard.rules.codes import check_codes
 
 ENTRY_POINT_GROUP = "rankguard.rules"
-_NOT_RULES = frozenset(("base", "catalog", "codes", "engine", "registry"))
+_NOT_RULES = frozenset(("base", "catalog", "codes", "engine", "registry", "session"))
 
 
 class RuleLoadError(InputError):

@@ -8,10 +8,11 @@ implicit or explicit concatenation). Recording this in the cached per-file summa
 relocation at a pin costs no extra parse.
 
 Which calls are emitters is partly configuration (`emitters`, fnmatch on the callee text), and
-the cached summary must not depend on it. So besides the built-in kinds (logging methods on any
-receiver, `print`, `warnings.warn`, `raise X("...")`, `sys.stdout/stderr.write`) every other
-call whose first argument is a string template is kept as kind `call` with its callee text; the
-query decides whether a configured pattern selects it.
+the cached summary must not depend on it. So besides the built-in kinds (level methods on a
+receiver known to be a logger, see `rankguard.summary.loggers`; `print`, `warnings.warn`,
+`raise X("...")`, `sys.stdout/stderr.write`) every other call whose first argument is a string
+template is kept as kind `call` with its callee text; the query decides whether a configured
+pattern selects it, or whether a receiver imported from another module is a logger there.
 
 Prose (comments, docstrings, strings nobody emits) is *not* recorded here: it is looked up at
 query time by scanning the source bytes, and only for the rows that found no emitting site.
@@ -28,14 +29,12 @@ from typing import NamedTuple
 
 from rankguard.summary.extract import reference, register_extractor
 from rankguard.summary.ir import segs_text
+from rankguard.summary.loggers import FACTORIES, Loggers, is_level_method
 
 FACT = "emissions"
 # Bump when the shape of `Emission` or of the fact changes: consumers recompute stale facts.
-FACT_VERSION = 1
+FACT_VERSION = 2
 
-LOG_METHODS = frozenset(
-    {"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log"}
-)
 STREAM_WRITERS = frozenset({"sys.stderr.write", "sys.stdout.write"})
 WARNINGS_CALLEES = frozenset({"warnings.warn", "warn"})
 # Calls whose string argument is a key, a path or a pattern, never a message: not worth keeping
@@ -79,6 +78,7 @@ _NOT_MESSAGES = frozenset(
         "register_buffer",
         "add_argument",
         "Path",
+        *FACTORIES,  # a logger's name
     }
 )
 
@@ -98,6 +98,8 @@ class Emission(NamedTuple):
     kind: str  # logging | print | warnings | raise | stream | call
     callee: str  # the callee as written: `logger.info`, `RuntimeError`, `log_rank0`
     parts: tuple[Part, ...]  # the message template, adjacent constant pieces merged
+    # A `call` whose receiver is imported: "..module:name", a logger when that module says so.
+    origin: str = ""
 
     @property
     def template(self) -> str:
@@ -205,12 +207,13 @@ def _print_parts(call: ast.Call) -> list[Part] | None:
     return parts if found else None
 
 
-def _message(call: ast.Call, kind: str, callee: str) -> list[Part] | None:
-    """The template of the message a call emits, by emitter kind."""
+def _message(call: ast.Call, kind: str, method: str) -> list[Part] | None:
+    """The template of the message a call emits, by emitter kind (a level method's call is
+    read as logging reads it, so a configured or imported logger gets the same template)."""
     if kind == "print":
         return _print_parts(call)
-    if kind == "logging":
-        index = 1 if callee.rsplit(".", 1)[-1] == "log" else 0
+    if kind == "logging" or (kind == "call" and is_level_method(method)):
+        index = 1 if method == "log" else 0
         node = call.args[index] if len(call.args) > index else _keyword(call, "msg")
         if node is None:
             return None
@@ -222,15 +225,19 @@ def _message(call: ast.Call, kind: str, callee: str) -> list[Part] | None:
     return None if node is None else template_parts(node)
 
 
-def classify(callee: str) -> str:
-    """The emitter kind a callee text names (`call` when only configuration can say)."""
+def classify(func: ast.expr, callee: str, loggers: Loggers) -> str:
+    """The emitter kind of a call (`call` when only configuration can say)."""
     if callee == "print":
         return "print"
     if callee in WARNINGS_CALLEES:
         return "warnings"
     if callee in STREAM_WRITERS:
         return "stream"
-    if "." in callee and callee.rsplit(".", 1)[1] in LOG_METHODS:
+    if (
+        isinstance(func, ast.Attribute)
+        and is_level_method(func.attr)
+        and loggers.is_logger(func.value)
+    ):
         return "logging"
     return "call"
 
@@ -242,18 +249,24 @@ def _has_constant(parts: list[Part]) -> bool:
 class _Collector(ast.NodeVisitor):
     """Walks a module once, naming enclosing functions as `extract` does (`__qualname__`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, loggers: Loggers) -> None:
+        self.loggers = loggers
         self.found: list[Emission] = []
         self.scope = ""  # prefix for the qualnames of definitions met here
         self.function = ""  # the function whose code runs here ("" = module level)
 
     def _record(self, node: ast.AST, call: ast.Call, kind: str, callee: str) -> None:
-        parts = _message(call, kind, callee)
+        func = call.func
+        method = func.attr if isinstance(func, ast.Attribute) else ""
+        parts = _message(call, kind, method)
         if parts is None or not _has_constant(parts):
             return
         end = getattr(call, "end_lineno", None) or call.lineno
         line = getattr(node, "lineno", call.lineno)
-        self.found.append(Emission(self.function, line, end, kind, callee, _merge(parts)))
+        origin = ""
+        if kind == "call" and isinstance(func, ast.Attribute) and is_level_method(method):
+            origin = self.loggers.origin(func.value)
+        self.found.append(Emission(self.function, line, end, kind, callee, _merge(parts), origin))
 
     def _visit_all(self, nodes: list) -> None:
         for node in nodes:
@@ -295,7 +308,7 @@ class _Collector(ast.NodeVisitor):
         is_str_method = isinstance(func, ast.Attribute) and isinstance(func.value, ast.Constant)
         if not is_str_method:
             callee = segs_text(reference(func))
-            kind = classify(callee)
+            kind = classify(func, callee, self.loggers)
             if kind != "call" or callee.rsplit(".", 1)[-1] not in _NOT_MESSAGES:
                 self._record(node, node, kind, callee)
         self.generic_visit(node)
@@ -303,8 +316,10 @@ class _Collector(ast.NodeVisitor):
 
 @register_extractor(FACT)
 def extract_emissions(tree: ast.Module, source: str) -> dict[str, object]:
-    """Every emitting or candidate call site of a module, in source order."""
-    collector = _Collector()
+    """Every emitting or candidate call site of a module, in source order, and the module's
+    logger names (another module importing one of them logs through it)."""
+    loggers = Loggers(tree)
+    collector = _Collector(loggers)
     collector.visit(tree)
     sites = sorted(set(collector.found), key=lambda e: (e.line, e.end_line, e.kind, e.callee, e))
-    return {"version": FACT_VERSION, "sites": tuple(sites)}
+    return {"version": FACT_VERSION, "sites": tuple(sites), "loggers": frozenset(loggers.names)}

@@ -20,7 +20,7 @@ SOURCE = textwrap.dedent(
         logger.info("lazy %d items", x)
         logger.info("no args so 100%s stays")
         logging.warning("pct %s" % x)
-        self.log.log(logging.INFO, "level first %s", x)
+        logger.log(logging.INFO, "level first %s", x)
         logger.error(f"fstring {x!r} done")
         logger.debug("fmt {} and {name}".format(x, name=x))
         logger.warning("implicit "
@@ -58,7 +58,7 @@ def sites():
         ("lazy %d items", "f", "logging", "logger.info"),
         ("no args so 100%s stays", "f", "logging", "logger.info"),
         ("pct %s", "f", "logging", "logging.warning"),
-        ("level first %s", "f", "logging", "self.log.log"),
+        ("level first %s", "f", "logging", "logger.log"),
         ("fstring {} done", "f", "logging", "logger.error"),
         ("fmt {} and {name}", "f", "logging", "logger.debug"),
         ("implicit concat", "f", "logging", "logger.warning"),

@@ -75,7 +75,9 @@ def test_every_status_at_b(tmp_path, history, capsys):
     ]
     assert rows["R4"]["status"] == "prose-only"
     assert rows["R4"]["sites"] == []
-    assert rows["R4"]["prose"] == [{"path": TOOLS, "line": line_of(h.util_b, "pool is exhausted")}]
+    assert rows["R4"]["prose"] == [
+        {"path": TOOLS, "line": line_of(h.util_b, "pool is exhausted"), "kind": "docstring"}
+    ]
     assert rows["R5"]["status"] == "prose-only"  # a comment
     assert rows["R6"]["status"] == "gone"
     assert rows["R6"]["reachable"] is None
@@ -152,20 +154,24 @@ def test_regenerated_markdown(tmp_path, history, capsys):
     h = history
     text = inventory_md(rows_at_a(h), h.a, extra="\nText after the table.\n")
     code, _ = relocate(tmp_path, h, text, "main")
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     assert code == 1
+    step_a, step_b = line_of(h.loop_a, "step done"), line_of(h.loop_b, "step done")
+    assert f"R1: moved: cited {LOOP}:{step_a}; now {LOOP}:{step_b}" in err.splitlines()
     lines = out.splitlines()
     assert lines[:4] == ["# Audit", "", "Some prose.", ""]
     assert f"pin: {h.b}" in lines
     assert "Text after the table." in lines
     header = next(line for line in lines if line.startswith("| id"))
-    assert header == "| id | site | literal | reachable | note | status |"
+    assert header == "| id | site | literal | reachable | note | status | prose |"
     table = {line.split(" | ")[0][2:]: line for line in lines if line.startswith("| R")}
     step_line = line_of(h.loop_b, "step done")
-    assert table["R1"] == f"| R1 | {LOOP}:{step_line} | `step done for batch` | yes | nR1 | moved |"
-    assert table["R6"].endswith("| gone |")
-    assert "<br>" in table["R3"] and table["R3"].endswith("| ambiguous |")
-    assert table["R7"].endswith("| no | nR7 | held |")
+    assert (
+        table["R1"] == f"| R1 | {LOOP}:{step_line} | `step done for batch` | yes | nR1 | held |  |"
+    )
+    assert table["R6"] == "| R6 | — | `legacy removed notice` | — | nR6 | gone |  |"
+    assert "<br>" in table["R3"] and table["R3"].endswith("| ambiguous |  |")
+    assert table["R7"].endswith("| no | nR7 | held |  |")
     # The regenerated table, relocated again at the same pin, holds everywhere it can.
     again = tmp_path / "again.md"
     again.write_text(out)
@@ -196,7 +202,8 @@ def test_output_file_and_in_place(tmp_path, history, capsys):
     code, inv = relocate(tmp_path, h, text, h.b, "-o", str(out))
     assert code == 1
     assert inv.read_text() == text  # the input is untouched
-    assert "| moved |" in out.read_text()
+    assert "R1: moved" in capsys.readouterr().err
+    assert "| held |" in out.read_text()
     # -o naming the input itself is refused without --in-place.
     code, inv = relocate(tmp_path, h, text, h.b, "-o", str(tmp_path / "inventory.md"))
     assert code == 2
@@ -205,7 +212,7 @@ def test_output_file_and_in_place(tmp_path, history, capsys):
     code, inv = relocate(tmp_path, h, text, h.b, "--in-place")
     assert code == 1
     assert f"pin: {h.b}" in inv.read_text()
-    assert "| moved |" in inv.read_text()
+    assert "| held |" in inv.read_text()
 
 
 @pytest.mark.parametrize(
@@ -316,4 +323,4 @@ def test_disk_cache_and_stale_facts(tmp_path, history, capsys, cache_args, monke
         main(args)
         outputs.append(capsys.readouterr().out)
     assert outputs[0] == outputs[1] == outputs[2]
-    assert "| moved |" in outputs[0]
+    assert "| prose-only |" in outputs[0]

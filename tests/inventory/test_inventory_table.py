@@ -118,3 +118,24 @@ def test_unreadable(tmp_path):
     bad.write_bytes(b"| id | site | literal |\n\xff\n")
     with pytest.raises(InputError, match="not valid UTF-8"):
         read_inventory(bad)
+
+
+@pytest.mark.parametrize(
+    "cell",
+    ["a.py:3<br>b/c.py:9", "`a.py:3`<br>`b/c.py:9`", "a.py:3<br/>b/c.py:9", "a.py:3, b/c.py:9"],
+)
+def test_a_cell_citing_several_sites(tmp_path, cell):
+    # What regeneration writes for an ambiguous row is read back as all its sites.
+    path = tmp_path / "inv.md"
+    path.write_text(f"| id | site | literal |\n|---|---|---|\n| R1 | {cell} | `x` |\n")
+    (row,) = read_inventory(path).rows
+    assert row.sites == (Cited("a.py", 3), Cited("b/c.py", 9))
+    assert row.cited == Cited("a.py", 3)
+
+
+def test_a_bad_piece_in_a_several_sites_cell_names_the_row(tmp_path):
+    path = tmp_path / "inv.md"
+    path.write_text("| id | site | literal |\n|---|---|---|\n| R1 | a.py:3<br>junk | `x` |\n")
+    inv = read_inventory(path)
+    assert inv.rows == []
+    assert "row 1 (line 3): 'R1': site 'a.py:3<br>junk' is not path:line" in inv.errors[0].message

@@ -13,7 +13,7 @@ from tests.conftest import write_tree
 
 
 def test_module_names_from_packages_namespaces_and_src_layouts():
-    names = module_names(
+    names, clashes = module_names(
         [
             "src/pkg/__init__.py",
             "src/pkg/m.py",
@@ -27,6 +27,7 @@ def test_module_names_from_packages_namespaces_and_src_layouts():
         "src/pkg/ns/deep.py": "pkg.ns.deep",
         "scripts/tool.py": "scripts.tool",
     }
+    assert clashes == []
 
 
 def test_pointing_inside_a_package_keeps_the_full_name(tmp_path: Path):

@@ -3,12 +3,13 @@
 A row is found again by its literal inside *emitting* calls at the pin, never by its line
 number (DESIGN.md §1). The status follows the contract (§4):
 
-- held: one emitting site, at the cited file and line;
+- held: one emitting site, at the cited file and line (a line of the call; one of the sites,
+  when a row cites several);
 - moved: one emitting site in the cited file, at another line;
 - wrong-file: one emitting site in another file (also when the row cites no site at all);
 - ambiguous: several emitting sites;
-- prose-only: no emitting site, but the literal survives in comments, docstrings or strings
-  nothing emits;
+- prose-only: no emitting site, but the literal survives in comments, docstrings, strings
+  nothing emits or calls not recognised as emitters (each place says which, see `prose`);
 - gone: nowhere.
 
 Several calls on one line count as one site (one place to cite). Reachability is per site:
@@ -18,11 +19,11 @@ runs from the round to the emitting call.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from rankguard.adapters.sources import SourceFile
+from rankguard.analysis.inventory.prose import Prose, find_prose
 from rankguard.analysis.inventory.sites import EmitSite
 from rankguard.analysis.inventory.table import Cited, Row
 from rankguard.analysis.inventory.templates import contains_literal
@@ -36,7 +37,7 @@ class Relocation:
     row: Row
     status: str
     sites: list[EmitSite]
-    prose: list[Cited] = field(default_factory=list)
+    prose: list[Prose] = field(default_factory=list)
     # Per site location: the chain from a round (None: not reachable); absent: not computed.
     chains: dict[tuple[str, int], list[Hop] | None] | None = None
 
@@ -52,52 +53,19 @@ class Relocation:
         return any(chain is not None for chain in self.chains.values())
 
 
-def classify(cited: Cited | None, locations: Sequence[tuple[str, int]], prose: bool) -> str:
+def classify(cited: Sequence[Cited], sites: Sequence[EmitSite], prose: bool) -> str:
+    """The row's status. A site is cited by any line of its call (an auditor may cite the
+    literal's own line inside a call spanning several); a row citing several sites (a
+    regenerated ambiguous row) holds when its literal is now at one of them."""
+    locations = sorted({site.location for site in sites})
     if not locations:
         return "prose-only" if prose else "gone"
     if len(locations) > 1:
         return "ambiguous"
-    path, line = locations[0]
-    if cited is None or path != cited.path:
-        return "wrong-file"
-    return "held" if line == cited.line else "moved"
-
-
-def _prose_pattern(literal: str) -> re.Pattern[bytes] | None:
-    """The literal as it may be wrapped in a comment or docstring: spaces may become a line
-    break followed by `#` or quotes; None when the literal has no inner whitespace."""
-    words = literal.split()
-    if len(words) < 2:
-        return None
-    return re.compile(rb"[\s#\"']+".join(re.escape(w.encode("utf-8")) for w in words))
-
-
-def _line_of(data: bytes, offset: int) -> int:
-    return data.count(b"\n", 0, offset) + 1
-
-
-def find_prose(
-    literal: str, files: Iterable[SourceFile], non_emitting: Iterable[EmitSite]
-) -> list[Cited]:
-    """Where the literal survives outside emitting calls: one byte search per file."""
-    found: set[Cited] = {
-        Cited(site.path, site.line)
-        for site in non_emitting
-        if contains_literal(site.parts, literal)
-    }
-    needle = literal.encode("utf-8")
-    pattern = _prose_pattern(literal)
-    first_word = literal.split()[0].encode("utf-8") if literal.split() else needle
-    for src in files:
-        data = src.data
-        pos = data.find(needle)
-        while pos >= 0:
-            found.add(Cited(src.path, _line_of(data, pos)))
-            pos = data.find(needle, pos + 1)
-        if pattern is not None and first_word in data:  # cheap prefilter before the regex
-            for match in pattern.finditer(data):
-                found.add(Cited(src.path, _line_of(data, match.start())))
-    return sorted(found)
+    path = locations[0][0]
+    if any(c.path == path and s.line <= c.line <= s.end_line for c in cited for s in sites):
+        return "held"
+    return "moved" if path in {c.path for c in cited} else "wrong-file"
 
 
 def relocate_rows(
@@ -112,8 +80,7 @@ def relocate_rows(
     for row in rows:
         sites = [s for s in emitting if contains_literal(s.parts, row.literal, across_fields)]
         prose = [] if sites else find_prose(row.literal, files, non_emitting)
-        locations = sorted({s.location for s in sites})
-        out.append(Relocation(row, classify(row.cited, locations, bool(prose)), sites, prose))
+        out.append(Relocation(row, classify(row.sites, sites, bool(prose)), sites, prose))
     return out
 
 

@@ -1,9 +1,11 @@
 """Emitting sites of a source tree, from the cached per-file `emissions` facts.
 
 Which candidate calls count as emitters is decided here, at query time, from the config's
-`emitters` patterns (fnmatch on the callee text as written): the cached facts stay independent
-of configuration. A summary cached before the extractor was registered (another command filled
-the cache) lacks the fact; it is recomputed from the file's bytes rather than trusted.
+`emitters` patterns (fnmatch on the callee text as written) and, for a level method called on an
+imported name, from the loggers the module it comes from binds: the cached facts stay
+independent of configuration and of other files. A summary cached before the extractor was
+registered (another command filled the cache) lacks the fact; it is recomputed from the file's
+bytes rather than trusted.
 """
 
 from __future__ import annotations
@@ -12,11 +14,15 @@ import ast
 import fnmatch
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
 
 from rankguard.adapters.sources import SourceFile
 from rankguard.summary.emissions import FACT, FACT_VERSION, Emission, Part, extract_emissions
 from rankguard.summary.ir import FileSummary
 from rankguard.summary.parse import decode
+
+_NO_FACT: dict[str, Any] = {"sites": (), "loggers": frozenset()}
 
 
 @dataclass(frozen=True, order=True)
@@ -40,18 +46,18 @@ class EmitSite:
         return self.path, self.line
 
 
-def file_emissions(src: SourceFile, summary: FileSummary | None) -> tuple[Emission, ...]:
-    """The file's emission facts: cached when current, else recomputed from its bytes."""
+def file_emissions(src: SourceFile, summary: FileSummary | None) -> dict[str, Any]:
+    """The file's emission fact: cached when current, else recomputed from its bytes."""
     fact = summary.facts.get(FACT) if summary is not None else None
     if isinstance(fact, dict) and fact.get("version") == FACT_VERSION:
-        return tuple(fact["sites"])
+        return fact
     if summary is None:
-        return ()  # the file did not parse: its error is already reported
+        return _NO_FACT  # the file did not parse: its error is already reported
     try:
         source = decode(src.data)
-        return tuple(extract_emissions(ast.parse(source), source)["sites"])
+        return extract_emissions(ast.parse(source), source)
     except (ValueError, SyntaxError, RecursionError):
-        return ()
+        return _NO_FACT
 
 
 def is_emitter(emission: Emission, patterns: Sequence[str]) -> bool:
@@ -61,17 +67,36 @@ def is_emitter(emission: Emission, patterns: Sequence[str]) -> bool:
     )
 
 
+def _origin_module(src: SourceFile, origin: str) -> tuple[str, str]:
+    """`..log:logger` imported in `src` -> ("pkg.log", "logger"), relative levels resolved."""
+    module, name = origin.rsplit(":", 1)
+    level = len(module) - len(module.lstrip("."))
+    if level:
+        package = src.module.split(".")
+        if PurePosixPath(src.path).stem != "__init__":
+            package = package[:-1]
+        package = package[: len(package) - (level - 1)]
+        module = ".".join([*package, module[level:]] if module[level:] else package)
+    return module, name
+
+
 def collect_sites(
     files: Iterable[SourceFile],
     summaries: dict[str, FileSummary],
     emitters: Sequence[str],
 ) -> tuple[list[EmitSite], list[EmitSite]]:
     """(emitting sites, candidate calls no pattern selects), each sorted."""
+    facts = [(src, file_emissions(src, summaries.get(src.path))) for src in files]
+    loggers = {src.module: fact["loggers"] for src, fact in facts}
     emitting: list[EmitSite] = []
     others: list[EmitSite] = []
-    for src in files:
-        for e in file_emissions(src, summaries.get(src.path)):
+    for src, fact in facts:
+        for e in fact["sites"]:
+            kind = e.kind
+            if e.origin:
+                module, name = _origin_module(src, e.origin)
+                kind = "logging" if name in loggers.get(module, ()) else kind
             function = f"{src.module}.{e.function}" if e.function else src.module
-            site = EmitSite(src.path, e.line, function, e.kind, e.callee, e.parts, e.end_line)
-            (emitting if is_emitter(e, emitters) else others).append(site)
+            site = EmitSite(src.path, e.line, function, kind, e.callee, e.parts, e.end_line)
+            (emitting if kind != "call" or is_emitter(e, emitters) else others).append(site)
     return sorted(emitting), sorted(others)

@@ -28,6 +28,8 @@ _PIN = re.compile(
     r"^\s*(?:[-*]\s+)?(?:\*\*|__)?pin(?:\*\*|__)?\s*:\s*(?:\*\*)?\s*`?([^`\s*]+)`?", re.I
 )
 _SITE = re.compile(r"^(?P<path>[^:]+?):(?P<line>\d+)$")
+# Between the sites of one cell (an ambiguous row regenerated): a Markdown line break, `,`, `;`.
+_SITES_SPLIT = re.compile(r"\s*(?:<br\s*/?>|[,;])\s*", re.I)
 _SEPARATOR = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
 
@@ -49,8 +51,9 @@ class Row:
     number: int  # 1-based among data rows
     id: str
     literal: str
-    cited: Cited | None
+    cited: Cited | None  # the first site the row cites
     cells: dict[str, str]  # every column by its normalised name, as written
+    sites: tuple[Cited, ...] = ()  # every site the row cites (an ambiguous row cites several)
 
 
 @dataclass
@@ -82,15 +85,20 @@ def unquote(cell: str) -> str:
     return match.group(2) if match else text
 
 
-def parse_site(text: str) -> Cited | None:
-    """`path:line` -> Cited; a "no site" marker -> None; anything else -> ValueError."""
-    text = unquote(text)
-    if text.lower() in _NO_SITE:
-        return None
-    match = _SITE.match(text)
-    if not match or int(match.group("line")) < 1:
-        raise ValueError(f"site '{text}' is not path:line")
-    return Cited(match.group("path").strip().removeprefix("./"), int(match.group("line")))
+def parse_sites(text: str) -> tuple[Cited, ...]:
+    """A site cell: one `path:line`, several (`a.py:3<br>b.py:9`, or with `,` or `;`, each
+    maybe in backticks), or a "no site" marker (none); anything else -> ValueError."""
+    whole = unquote(text)
+    if whole.lower() in _NO_SITE:
+        return ()
+    out: list[Cited] = []
+    for piece in _SITES_SPLIT.split(text.strip()):
+        site = unquote(piece)
+        match = _SITE.match(site)
+        if not match or int(match.group("line")) < 1:
+            raise ValueError(f"site '{whole}' is not path:line")
+        out.append(Cited(match.group("path").strip().removeprefix("./"), int(match.group("line"))))
+    return tuple(out)
 
 
 def _make_row(
@@ -110,11 +118,11 @@ def _make_row(
     if row_id in seen:
         return fail(f"duplicate id '{row_id}'")
     try:
-        cited = parse_site(cells.get("site", ""))
+        sites = parse_sites(cells.get("site", ""))
     except ValueError as exc:
         return fail(f"'{row_id}': {exc}")
     seen.add(row_id)
-    inv.rows.append(Row(number, row_id, literal, cited, cells))
+    inv.rows.append(Row(number, row_id, literal, sites[0] if sites else None, cells, sites))
 
 
 def _check_columns(path: str, columns: list[str]) -> None:
