@@ -97,9 +97,9 @@ def run(args: argparse.Namespace) -> int:
         report_unused_ignores=args.report_unused_ignores,
         cache_dir=args.cache_dir,
         use_cache=not args.no_cache,
+        warn=print_warnings,
     )
     run = run_check(paths, config, args.config is not None, chosen, rules, options)
-    print_warnings(run.warnings)
     if not args.quiet:
         for found in run.discoveries:
             announce(found)

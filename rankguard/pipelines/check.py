@@ -11,7 +11,7 @@ run afterwards: `everything` keeps the unrestricted findings they are judged aga
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,8 @@ class CheckOptions:
     report_unused_ignores: bool = False
     cache_dir: Path | None = None
     use_cache: bool = True
+    # Told what the run works around (two files under one module name); it goes on.
+    warn: Callable[[list[ErrorRecord]], None] = lambda warnings: None
 
 
 @dataclass
@@ -51,7 +53,6 @@ class CheckRun:
     result: CheckResult = field(default_factory=CheckResult)
     everything: list[Finding] = field(default_factory=list)  # before the file restriction
     errors: list[ErrorRecord] = field(default_factory=list)
-    warnings: list[ErrorRecord] = field(default_factory=list)  # worked around; the run goes on
     rules: list[type[Rule]] = field(default_factory=list)  # the rules whose findings show
     discoveries: list[Discovery] = field(default_factory=list)
     baseline: Path | None = None  # reports.baseline.judge applied this file
@@ -102,7 +103,7 @@ def run_check(
     targets = plan_targets(paths, config, explicit_config)
     for target in targets:
         tree = read_directory(target.root, config.exclude)
-        run.warnings += tree.warnings
+        options.warn(tree.warnings)  # at once: an error in this root must not hide them
         program = load_program(tree, config, cache)
         base = target.root if target.root.is_dir() else target.root.parent
         context = RuleContext(
