@@ -42,6 +42,7 @@ from rankguard.analysis.precision import (
 )
 from rankguard.analysis.reach import followed
 from rankguard.analysis.rounds import Round
+from rankguard.catalogs.caching import caching_catalog
 from rankguard.catalogs.catalog import BlockingCatalog, BlockingEntry, CollectiveCatalog
 from rankguard.core.chains import Hop
 from rankguard.model.program import Program
@@ -49,7 +50,6 @@ from rankguard.model.records import FunctionRecord, Target
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt, segs_text
 
 _MAX_LOOP_PASSES = 8
-_CACHE_DECORATORS = frozenset(("cache", "lru_cache", "cached_property", "cached"))
 _PROPERTY_DECORATORS = frozenset(("property", "cached_property"))
 
 Key = tuple[str, int, int, str]
@@ -193,7 +193,7 @@ class BlockingAnalysis:
         if record is None:
             return None
         for dec in record.info.decorators:
-            if dec and dec[-1] in _CACHE_DECORATORS:
+            if caching_catalog().decorator(dec):
                 return f"{dec[-1]} on `{record.info.qualname}`"
         if any(fnmatch.fnmatchcase(name, pat) for pat in self.cadence_helpers):
             return f"cadence helper `{record.info.qualname}` (config `cadence-helpers`)"

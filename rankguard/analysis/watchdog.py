@@ -54,12 +54,16 @@ class Reached:
 
 @dataclass
 class Unwatched:
-    """A call in a round that reaches waits no stamp covers."""
+    """Waits a round reaches that no stamp covers, grouped by where the stamp should go: the call
+    at `line` in `function`, the innermost frame of the chain where the hook is in scope."""
 
     round: FunctionRecord
+    function: FunctionRecord
     call: CallSite
-    callee: str  # what the round calls (a wrapper, or the primitive itself)
+    callee: str  # what that call calls (a wrapper, or the primitive itself)
     waits: list[Reached]
+    only_round: bool = False  # no frame below the round loop has the hook in scope
+    blocked_by: str | None = None  # the callee already holds a stamped wait: no stamp fits here
 
     @property
     def site_name(self) -> str:
@@ -69,10 +73,15 @@ class Unwatched:
     def to_json(self) -> dict[str, Any]:
         return {
             "round": self.round.qualname,
-            "function": self.round.qualname,
-            "collective": {"callee": self.callee, "path": self.round.path, "line": self.call.line},
+            "function": self.function.qualname,
+            "collective": {
+                "callee": self.callee,
+                "path": self.function.path,
+                "line": self.call.line,
+            },
             "waits": [{**r.wait.to_json(), "chain": chain_json(r.chain)} for r in self.waits],
             "stamp": self.site_name,
+            "fixable": self.blocked_by is None,
         }
 
 
@@ -106,6 +115,7 @@ class WatchdogAnalysis:
         self._stamped: dict[str, set[int]] = {}
         self._memo: dict[str, list[Reached]] = {}
         self._active: set[str] = set()
+        self._in_scope: dict[str, bool] = {}
 
     def stamped(self, record: FunctionRecord) -> set[int]:
         found = self._stamped.get(record.qualname)
@@ -174,8 +184,32 @@ class WatchdogAnalysis:
         self._memo[name] = out
         return out
 
+    def hook_in_scope(self, name: str) -> bool:
+        """A method whose `self` has the hook: some class of its family defines it."""
+        found = self._in_scope.get(name)
+        if found is None:
+            record = self.program.functions.get(name)
+            found = False
+            if record is not None and record.info.cls:
+                cls = f"{record.module}.{record.info.cls}"
+                family = set(self.program.mro(cls))
+                for derived in self.program.subclasses.get(cls, ()):
+                    family.update(self.program.mro(derived))
+                found = any(
+                    is_hook(method, self.hooks)
+                    for owner in family
+                    if owner in self.program.classes
+                    for method in self.program.classes[owner].methods
+                )
+            self._in_scope[name] = found
+        return found
+
+    def holds_stamped_wait(self, name: str) -> bool:
+        return name in self.program.functions and any(r.covered for r in self.under(name))
+
     def unwatched(self, rnd: Round) -> list[Unwatched]:
-        """Calls of one round whose waits are not all covered (one entry per call site)."""
+        """One entry per stamp site: the call, in the innermost frame of each uncovered wait's
+        chain where the hook is in scope (else the round's own call), that reaches the wait."""
         record = rnd.function
         if self.decorated(record):
             return []
@@ -183,18 +217,41 @@ class WatchdogAnalysis:
         for stmt in walk_statements(rnd.loop.blocks[0] if rnd.loop.blocks else ()):
             for call in stmt.calls:
                 by_call[id(call)] = list(stmt.calls)
-        out: list[Unwatched] = []
+        sites: dict[tuple[str, int, int], Unwatched] = {}
         for call in loop_calls(rnd.loop):
-            reached = [
-                r
-                for r in self.of_call(record, call, by_call.get(id(call), [call]))
-                if not r.covered
-            ]
-            if not reached:
-                continue
-            callee = _callee(self, record, call)
-            out.append(Unwatched(record, call, callee, reached))
-        return out
+            for reached in self.of_call(record, call, by_call.get(id(call), [call])):
+                if reached.covered:
+                    continue
+                chain = reached.chain
+                depth = max(
+                    (i for i, hop in enumerate(chain) if i and self.hook_in_scope(hop.function)),
+                    default=0,
+                )
+                here = self.program.functions[chain[depth].function]
+                below = chain[depth + 1].function if depth + 1 < len(chain) else None
+                site = call if depth == 0 else self.call_at(here, chain[depth].line, below)
+                key = (here.qualname, site.line, site.col)
+                item = sites.get(key)
+                if item is None:
+                    callee = below or reached.wait.callee
+                    if depth == 0:
+                        callee = _callee(self, record, call)
+                    blocked = below if below and self.holds_stamped_wait(below) else None
+                    item = sites[key] = Unwatched(
+                        record, here, site, callee, [], depth == 0, blocked
+                    )
+                item.waits.append(reached)
+        return list(sites.values())
+
+    def call_at(self, record: FunctionRecord, line: int, callee: str | None) -> CallSite:
+        """The call on `line` of `record` that leads to `callee` (the first one on the line)."""
+        calls = [c for c in walk_calls(record.info.body) if c.line == line]
+        for call in calls:
+            if callee is None or any(
+                t.name == callee for t in followed(self.program, record.qualname, call)
+            ):
+                return call
+        return calls[0]
 
 
 def _callee(analysis: WatchdogAnalysis, record: FunctionRecord, call: CallSite) -> str:
@@ -215,7 +272,7 @@ def find_unwatched(
     out: list[Unwatched] = []
     for rnd in rounds:
         out.extend(analysis.unwatched(rnd))
-    out.sort(key=lambda u: (u.round.path, u.call.line, u.call.col, u.round.qualname))
+    out.sort(key=lambda u: (u.function.path, u.call.line, u.call.col, u.round.qualname))
     return out
 
 

@@ -11,8 +11,8 @@ Through rankguard (analyses the project, check-only unless `--write`):
 
     rankguard fix stamp-watchdog PATH [--diff] [--write]
 
-As a libcst codemod command, with findings from `rankguard check` (or, without `--findings`,
-analysing the project around each file with its `[tool.rankguard]` config):
+As a libcst codemod command, with findings from `rankguard check` (the command computes the
+findings; this module imports nothing above `reports`):
 
     rankguard check PATH --select unwatched-collective --format json > findings.json
     python -m libcst.tool codemod -x --no-format \
@@ -33,6 +33,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 from libcst.metadata import PositionProvider
 
+from rankguard.core.config import load
 from rankguard.core.errors import InputError
 
 DEFAULT_HOOK = "on_blocked_recv"
@@ -53,8 +54,8 @@ def sites_from_findings(findings: Sequence[dict[str, Any]]) -> list[StampSite]:
     """Stamp sites from `rankguard check --format json` findings of `unwatched-collective`."""
     out: list[StampSite] = []
     for item in findings:
-        if item.get("rule") != "unwatched-collective":
-            continue
+        if item.get("rule") != "unwatched-collective" or item.get("fixable") is False:
+            continue  # not fixable: a stamp there would enclose a stamped wait
         function = str(item.get("function", ""))
         try:
             path, line = str(item["path"]), int(item["line"])
@@ -108,7 +109,7 @@ class StampWatchdogCommand(VisitorBasedCodemodCommand):
             dest="findings",
             metavar="FILE",
             default=None,
-            help="JSON from `rankguard check --format json` (default: analyse the project)",
+            help="JSON from `rankguard check --select unwatched-collective --format json`",
         )
         arg_parser.add_argument(
             "--hook", dest="hook", default=None, help="the stamp's name (default: config)"
@@ -232,13 +233,15 @@ def _same_function(site_function: str, local: str) -> bool:
 
 
 def _load_sites(findings: str | None, filename: str | None) -> list[StampSite]:
-    if findings:
-        if findings not in _FINDINGS:  # libcst makes one command per file: read it once
-            _FINDINGS[findings] = _read_findings(findings)
-        return _FINDINGS[findings]
-    if filename is None:
-        return []
-    return list(_analyse_project(Path(filename).resolve().parent))
+    if not findings:
+        raise InputError(
+            "stamp-watchdog as a libcst command needs --findings FILE (from `rankguard check "
+            "--select unwatched-collective --format json`); `rankguard fix stamp-watchdog` "
+            f"analyses the project itself ({filename or 'no file'})"
+        )
+    if findings not in _FINDINGS:  # libcst makes one command per file: read it once
+        _FINDINGS[findings] = _read_findings(findings)
+    return _FINDINGS[findings]
 
 
 def _read_findings(findings: str) -> list[StampSite]:
@@ -251,37 +254,10 @@ def _read_findings(findings: str) -> list[StampSite]:
     return sites_from_findings(data.get("findings", []))
 
 
-_PROJECTS: dict[str, list[StampSite]] = {}
 _FINDINGS: dict[str, list[StampSite]] = {}
 
 
-def _analyse_project(start: Path) -> list[StampSite]:
-    """Without findings: analyse the project whose `[tool.rankguard]` config covers `start`."""
-    from rankguard.core.config import discover
-
-    found = discover(start)
-    root = found.parent if found else start
-    key = root.as_posix()
-    if key not in _PROJECTS:
-        _PROJECTS[key] = unwatched_sites(root, found)
-    return _PROJECTS[key]
-
-
 def _configured_hooks(filename: str | None) -> tuple[str, ...]:
-    from rankguard.core.config import load
-
     if filename is None:
         return ()
     return load(None, Path(filename).resolve().parent).watchdog_hooks
-
-
-def unwatched_sites(root: Path, config_file: Path | None = None) -> list[StampSite]:
-    """Analyse `root` and turn every (unsuppressed) `unwatched-collective` finding into a site."""
-    from rankguard.core.config import load
-    from rankguard.model import load_path
-    from rankguard.rules.engine import run_rules
-    from rankguard.rules.unwatched_collective import UnwatchedCollective
-
-    config = load(config_file, root)
-    result = run_rules(load_path(root, config), config, [UnwatchedCollective])
-    return sites_from_findings([f.to_json() for f in result.findings])

@@ -105,8 +105,15 @@ class UnwatchedCollective(Rule):
         Valid(_loop("self.sync()")),
     ]
     INVALID: ClassVar[list[Example]] = [
-        # A collective wrapper called bare in the round.
-        Invalid(_loop("self.sync()  # expect"), **_HOOKS),
+        # A collective called bare in the round.
+        Invalid(_loop("dist.barrier()  # expect"), **_HOOKS),
+        # A wrapper whose `self` has the hook: the stamp goes around the wait inside it.
+        Invalid(
+            _loop(
+                "self.reduce()", extra="    def reduce(self):\n        dist.barrier()  # expect\n\n"
+            ),
+            **_HOOKS,
+        ),
         # A point-to-point receive and a blocking socket receive.
         Invalid(
             _loop(
@@ -117,14 +124,15 @@ class UnwatchedCollective(Rule):
             **_HOOKS,
         ),
         # Only one of two waits under a wrapper is stamped: the call is still reported.
+        # ... and the stamp belongs beside the bare wait, in `half`, where `self` has the hook.
         Invalid(
             _loop(
-                "self.half()  # expect",
+                "self.half()",
                 extra=(
                     "    def half(self):\n"
                     '        with self.on_blocked_recv("a"):\n'
                     "            dist.barrier()\n"
-                    "        dist.barrier()\n\n"
+                    "        dist.barrier()  # expect\n\n"
                 ),
             ),
             **_HOOKS,
@@ -142,9 +150,19 @@ def _finding(rule: str, item: Unwatched, hook: str) -> Finding:
     message = (
         f"`{item.call.text}()` reaches {first.wait.kind} `{first.wait.callee}` at "
         f"{first.wait.path}:{first.wait.line}{more} outside any `{hook}` stamp: the watchdog "
-        f'cannot name this wait (fix: `with ...{hook}("{item.site_name}"):`)'
+        "cannot name this wait"
     )
+    if item.blocked_by is not None:
+        message += (
+            f"; `{item.blocked_by}` already holds a stamped wait, so a stamp around this call "
+            f"would be reset when that one exits: stamp the wait inside `{item.blocked_by}` "
+            f"(give it the hook)"
+        )
+    else:
+        message += f' (fix: `with ...{hook}("{item.site_name}"):`)'
+        if item.only_round:
+            message += "; only the round loop can hold it: no frame below has the hook in scope"
     extra = item.to_json()
     extra["chain"] = [hop.to_json() for hop in first.chain]
     key = fingerprint(rule, item.round.qualname, item.callee, chain_key(first.chain))
-    return Finding(item.round.path, item.call.line, rule, message, key, extra)
+    return Finding(item.function.path, item.call.line, rule, message, key, extra)

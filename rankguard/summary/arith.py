@@ -22,11 +22,14 @@ Expression trees are plain tuples, tag first, so the fact pickles small and fast
     ("t", elts)                       tuple / list literal (positions matter: `free, total = ...`)
     ("j", exprs)                      one of several values (`a if c else b`, `a or b`, dict values)
     ("k", elt, gens)                  comprehension; gens are (target pattern, iterable) pairs
-    ("cmp", exprs)                    a comparison: a bool, but its operands may hold consumers
+    ("cmp", exprs, ops)               a comparison (`ops[i]` between exprs i and i+1): a bool, but
+                                      an admission test is a consumer of its operands
 
-Events are ("=", line, targets, expr, cache) | ("ret", line, expr) | ("ev", line, expr); a target
-pattern is ("r", segs) | ("i", segs) (a subscript store into `segs`) | ("t", patterns).
-`cache` is None or (kind, detail, text): the stored value is kept across rounds.
+Events are ("=", line, targets, expr, cache) | ("ret", line, expr) | ("ev", line, expr) |
+("?", line, expr, admits) (the test of an `if`/`while`/`assert`; `admits` is -1 when a true test
+leads to a rejection: `raise`, `continue`, `break`, `return None/False/0`); a target pattern is
+("r", segs) | ("i", segs, key) (a subscript store into `segs`, `key` a constant str or None) |
+("t", patterns). `cache` is None or (kind, detail, text): the stored value is kept across rounds.
 """
 
 from __future__ import annotations
@@ -34,14 +37,14 @@ from __future__ import annotations
 import ast
 from typing import Any, NamedTuple
 
+from rankguard.summary.arith_cache import cache_stores, text_of, walk_local
 from rankguard.summary.extract import reference, register_extractor
 from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT
 
 FACT = "arith"
 # Bump when the shape of the fact changes: the audit re-extracts facts with another version.
-FACT_VERSION = 1
+FACT_VERSION = 3
 
-_TEXT_LIMIT = 80
 _OPS = {
     ast.Add: "+",
     ast.Sub: "-",
@@ -57,32 +60,26 @@ _OPS = {
     ast.BitXor: "^",
     ast.MatMult: "@",
 }
-TIME_CALLS = frozenset(
-    {"time", "monotonic", "perf_counter", "monotonic_ns", "time_ns", "perf_counter_ns"}
-)
-CACHE_DECORATORS = frozenset({"cache", "lru_cache", "cached_property"})
+_CMP = {
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+}
 NONE = ("s",)
 
 Expr = tuple[Any, ...]
 
 
 class FnArith(NamedTuple):
-    """One function's value-flow record; `cache` is its caching decorator's name, if any."""
+    """One function's value-flow record."""
 
     params: tuple[str, ...]
     events: tuple[tuple[Any, ...], ...]
-    cache: str | None = None
     returns_text: str = ""  # the returned expressions, for naming a cached composite
     global_names: tuple[str, ...] = ()
-
-
-def _text(node: ast.AST) -> str:
-    try:
-        text = ast.unparse(node)
-    except (ValueError, RecursionError):  # pragma: no cover - exotic trees
-        return "…"
-    text = " ".join(text.split())
-    return text if len(text) <= _TEXT_LIMIT else text[: _TEXT_LIMIT - 1] + "…"
 
 
 def _pure(segs: tuple[str, ...]) -> bool:
@@ -180,11 +177,16 @@ class _Converter:
         if isinstance(node, ast.BoolOp):
             return ("j", tuple(self.expr(v) for v in node.values))
         if isinstance(node, ast.Compare):
-            return ("cmp", (self.expr(node.left), *(self.expr(c) for c in node.comparators)))
+            exprs = (self.expr(node.left), *(self.expr(c) for c in node.comparators))
+            return ("cmp", exprs, tuple(_CMP.get(type(op), "?") for op in node.ops))
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             elt = node.value if isinstance(node, ast.DictComp) else node.elt
             gens = tuple((target(g.target), self.expr(g.iter)) for g in node.generators)
             return ("k", self.expr(elt), gens)
+        if isinstance(node, ast.Lambda):
+            # A callable passed on (`get_budget=lambda: self._budget(dev)`) stands for what it
+            # returns when called, evaluated where it is written (its closure).
+            return self.expr(node.body)
         if isinstance(node, (ast.Await, ast.Starred)):
             return self.expr(node.value)
         if isinstance(node, ast.NamedExpr):
@@ -215,159 +217,11 @@ def target(node: ast.AST) -> tuple[Any, ...]:
         while isinstance(base, ast.Subscript):
             base = base.value
         segs = reference(base)
-        return ("i", segs) if _pure(segs) else NONE
+        key = node.slice.value if isinstance(node.slice, ast.Constant) else None
+        key = None if isinstance(node.value, ast.Subscript) else key
+        return ("i", segs, key if isinstance(key, str) else None) if _pure(segs) else NONE
     segs = reference(node)
     return ("r", segs) if _pure(segs) else NONE
-
-
-def _walk_local(nodes: list[ast.stmt]):
-    """Every node of a body, not descending into nested definitions."""
-    stack: list[ast.AST] = list(reversed(nodes))
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
-
-
-def _stored(nodes: list[ast.stmt]) -> list[tuple[int, tuple[str, ...]]]:
-    """(line, root reference) of every store in a body: `self.x = ..`, `G[k] = ..`, `x += ..`."""
-    out: list[tuple[int, tuple[str, ...]]] = []
-    for node in _walk_local(nodes):
-        targets: list[ast.AST] = []
-        if isinstance(node, ast.Assign):
-            targets = list(node.targets)
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            targets = [node.target]
-        for tgt in targets:
-            for leaf in ast.walk(tgt):
-                if isinstance(leaf, (ast.Attribute, ast.Name)) and isinstance(
-                    getattr(leaf, "ctx", None), ast.Store
-                ):
-                    out.append((node.lineno, reference(leaf)))
-                elif isinstance(leaf, ast.Subscript) and isinstance(leaf.ctx, ast.Store):
-                    base = leaf.value
-                    while isinstance(base, ast.Subscript):
-                        base = base.value
-                    out.append((node.lineno, reference(base)))
-    return out
-
-
-def _is_time_call(node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and reference(node.func)[-1] in TIME_CALLS
-
-
-def _cache_stores(
-    fn: ast.FunctionDef | ast.AsyncFunctionDef,
-    globals_: set[str],
-    module_names: set[str],
-    local: list[ast.AST],
-) -> dict[int, tuple[str, str]]:
-    """Lines whose stores keep a value across rounds, with (kind, detail).
-
-    Forms: a time-guarded refresh (`if now - self._at >= X: self._v = f(); self._at = now`,
-    also `if now - self._at < X: return self._v` before the refresh), an attribute memo
-    (`if self._v is None: self._v = f()`), a module-level memo (`global G; if G is None: G = ..`
-    or `if k not in G: G[k] = ..`).
-    """
-    me = fn.args.args[0].arg if fn.args.args else None
-    time_names: set[str] = set()
-    for node in local:
-        if isinstance(node, ast.Assign) and _is_time_call(node.value):
-            time_names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
-    all_stores: list[tuple[int, tuple[str, ...]]] | None = None  # computed when needed
-    found: dict[int, tuple[str, str]] = {}
-    for node in local:
-        if not isinstance(node, ast.If):
-            continue
-        test = node.test
-        test_nodes = list(ast.walk(test))
-        timeish = any(
-            _is_time_call(n) or (isinstance(n, ast.Name) and n.id in time_names) for n in test_nodes
-        )
-        time_compare = timeish and any(isinstance(n, ast.Compare) for n in test_nodes)
-        names = {n.id for n in test_nodes if isinstance(n, ast.Name)}
-        memo_globals = names & (globals_ | module_names)
-        memo_self = _memo_test(test, me)
-        if not (time_compare or memo_self or (memo_globals and _memo_test(test, None))):
-            continue  # no caching form starts here: skip walking the body's stores
-        attrs = {
-            n.attr
-            for n in test_nodes
-            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == me
-        }
-        stores = _stored(node.body)
-        detail = _text(test)
-        stored_attrs = {s[1] for _, s in stores if me and len(s) == 2 and s[0] == me}
-        stamps = attrs & stored_attrs
-        if time_compare:
-            if stamps:
-                for line, segs in stores:
-                    if len(segs) == 2 and segs[0] == me and segs[1] not in stamps:
-                        found[line] = ("time-cadence", detail)
-                continue
-            # Early return of the kept value while fresh; the refresh follows the `if`.
-            if all_stores is None:
-                all_stores = _stored(fn.body)
-            fn_stamps = attrs & {s[1] for _, s in all_stores if len(s) == 2 and s[0] == me}
-            returned = {
-                n.attr
-                for r in node.body
-                if isinstance(r, ast.Return) and r.value is not None
-                for n in ast.walk(r.value)
-                if isinstance(n, ast.Attribute)
-                and isinstance(n.value, ast.Name)
-                and n.value.id == me
-            }
-            if fn_stamps and returned:
-                for line, segs in all_stores:
-                    if len(segs) == 2 and segs[0] == me and segs[1] in returned - fn_stamps:
-                        found[line] = ("time-cadence", detail)
-                continue
-        if memo_self:
-            for line, segs in stores:
-                if len(segs) == 2 and segs[0] == me and segs[1] in attrs:
-                    found.setdefault(line, ("memo", detail))
-        if memo_globals and _memo_test(test, None):
-            for line, segs in stores:
-                if (
-                    len(segs) == 1
-                    and segs[0] in memo_globals
-                    and (
-                        segs[0] in globals_
-                        or any(ln == line and s == segs for ln, s in _subscript_stores(node.body))
-                    )
-                ):
-                    found.setdefault(line, ("memo", detail))
-    return found
-
-
-def _subscript_stores(nodes: list[ast.stmt]) -> list[tuple[int, tuple[str, ...]]]:
-    out = []
-    for node in _walk_local(nodes):
-        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
-            out.append((node.lineno, reference(node.value)))
-    return out
-
-
-def _memo_test(test: ast.AST, me: str | None) -> bool:
-    """`x is None`, `not x`, `k not in x`, `not hasattr(self, "x")` (possibly within `or`)."""
-    parts = test.values if isinstance(test, ast.BoolOp) else [test]
-    for part in parts:
-        if isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not):
-            operand = part.operand
-            if isinstance(operand, (ast.Name, ast.Attribute)):
-                return True
-            if isinstance(operand, ast.Call) and reference(operand.func) == ("hasattr",):
-                return True
-        if isinstance(part, ast.Compare) and len(part.ops) == 1:
-            op, right = part.ops[0], part.comparators[0]
-            if isinstance(op, ast.Is) and isinstance(right, ast.Constant) and right.value is None:
-                return True
-            if isinstance(op, ast.NotIn):
-                return True
-    return False
 
 
 def _events(
@@ -377,7 +231,7 @@ def _events(
     local: list[ast.AST] | None = None,
 ) -> list[tuple[Any, ...]]:
     out: list[tuple[Any, ...]] = []
-    for node in local if local is not None else _walk_local(body):
+    for node in local if local is not None else walk_local(body):
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Assign):
             value = conv.expr(node.value)
@@ -390,13 +244,17 @@ def _events(
             pattern = target(node.target)
             current = ("r", pattern[1]) if pattern[0] == "r" else NONE
             if pattern[0] == "i":
-                current = ("i", ("r", pattern[1]), None)
+                current = ("i", ("r", pattern[1]), pattern[2])
             op = _OPS.get(type(node.op), "?")
             value = ("b", op, current, conv.expr(node.value), line)
             out.append(("=", line, (pattern,), value, _tag(cache_lines, line, node.value)))
         elif isinstance(node, ast.Return):
             if node.value is not None:
                 out.append(("ret", line, conv.expr(node.value)))
+                test, admits = _unnegated(node.value)
+                if isinstance(test, (ast.Compare, ast.BoolOp)):
+                    # A predicate's verdict (`return est <= budget`): an admission test.
+                    out.append(("?", line, conv.expr(test), admits))
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             out.append(("=", line, (target(node.target),), ("i", conv.expr(node.iter), None), None))
         elif isinstance(node, (ast.With, ast.AsyncWith)):
@@ -411,10 +269,48 @@ def _events(
             if value != NONE:
                 out.append(("ev", line, value))
         elif isinstance(node, (ast.If, ast.While, ast.Assert)):
-            out.append(("ev", line, conv.expr(node.test)))
+            test, admits = _unnegated(node.test)
+            if isinstance(node, ast.If) and _rejects(node.body):
+                admits = -admits
+            out.append(("?", line, conv.expr(test), admits))
     out.extend(conv.extra)
     conv.extra = []
-    return [e for e in out if e[0] != "ev" or _carries(e[2])]
+    return [e for e in out if e[0] not in ("ev", "?") or _carries(e[2])]
+
+
+def _unnegated(test: ast.expr) -> tuple[ast.expr, int]:
+    """The test under any `not`, and -1 when an odd number of them flips it."""
+    admits = 1
+    while isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        test, admits = test.operand, -admits
+    return test, admits
+
+
+def _rejects(body: list[ast.stmt]) -> bool:
+    """A block that turns work away: it ends in raise/continue/break or returns a falsy constant."""
+    last = body[-1] if body else None
+    if isinstance(last, (ast.Raise, ast.Continue, ast.Break)):
+        return True
+    if isinstance(last, ast.Return):
+        value = last.value
+        return value is None or (isinstance(value, ast.Constant) and not value.value)
+    return False
+
+
+def _class_attributes(cls: ast.ClassDef, conv: _Converter) -> list[tuple[Any, ...]]:
+    """Class-level values as stores into `Cls.attr` (evaluated with the module's code): a
+    dataclass `field(default_factory=...)` or a shared dict is what every instance reads."""
+    out: list[tuple[Any, ...]] = []
+    for node in cls.body:
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        value = conv.expr(node.value)
+        names = [t.id for t in targets if isinstance(t, ast.Name)]
+        if names and _carries(value):
+            patterns = tuple(("r", (cls.name, name)) for name in names)
+            out.append(("=", node.lineno, patterns, value, None))
+    return out
 
 
 def _carries(expr: Expr) -> bool:
@@ -424,7 +320,7 @@ def _carries(expr: Expr) -> bool:
         node = stack.pop()
         if not isinstance(node, tuple) or not node:
             continue
-        if node[0] in ("c", "b"):
+        if node[0] in ("c", "b", "cmp"):
             return True
         stack.extend(x for x in node[1:] if isinstance(x, tuple))
     return False
@@ -434,15 +330,7 @@ def _tag(
     cache_lines: dict[int, tuple[str, str]], line: int, value: ast.AST
 ) -> tuple[str, str, str] | None:
     found = cache_lines.get(line)
-    return None if found is None else (found[0], found[1], _text(value))
-
-
-def _decorator_cache(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
-    for dec in fn.decorator_list:
-        segs = reference(dec.func if isinstance(dec, ast.Call) else dec)
-        if segs and segs[-1] in CACHE_DECORATORS:
-            return segs[-1]
-    return None
+    return None if found is None else (found[0], found[1], text_of(value))
 
 
 class _Collector:
@@ -465,11 +353,14 @@ class _Collector:
         conv = _Converter(self.consts)
         body = [n for n in tree.body if not isinstance(n, ast.ClassDef)]
         events = _events(body, conv, {})
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                events.extend(_class_attributes(node, conv))
         self.functions[""] = FnArith((), tuple(events))
         self.scope(tree.body, "")
 
     def scope(self, body: list[ast.stmt], prefix: str, local: list[ast.AST] | None = None) -> None:
-        for node in local if local is not None else _walk_local(body):
+        for node in local if local is not None else walk_local(body):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.function(node, prefix)
             elif isinstance(node, ast.ClassDef):
@@ -483,19 +374,16 @@ class _Collector:
             p.arg
             for p in [*a.posonlyargs, *a.args, *([a.vararg] if a.vararg else []), *a.kwonlyargs]
         )
-        local = list(_walk_local(fn.body))  # one walk serves every pass below
+        local = list(walk_local(fn.body))  # one walk serves every pass below
         globals_ = {name for n in local if isinstance(n, ast.Global) for name in n.names}
         conv = _Converter(self.consts)
-        cache_lines = _cache_stores(fn, globals_, self.module_names, local)
+        cache_lines = cache_stores(fn, globals_, self.module_names, local)
         events = _events(fn.body, conv, cache_lines, local)
-        cache = _decorator_cache(fn)
         returns_text = ""
-        if cache:
+        if fn.decorator_list:  # a caching decorator (catalog) names the kept value by it
             returned = [n.value for n in local if isinstance(n, ast.Return)]
-            returns_text = " | ".join(_text(v) for v in returned if v is not None)
-        self.functions[qual] = FnArith(
-            params, tuple(events), cache, returns_text, tuple(sorted(globals_))
-        )
+            returns_text = " | ".join(text_of(v) for v in returned if v is not None)
+        self.functions[qual] = FnArith(params, tuple(events), returns_text, tuple(sorted(globals_)))
         self.scope(fn.body, f"{qual}.<locals>", local)
 
 

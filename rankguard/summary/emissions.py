@@ -11,8 +11,11 @@ Which calls are emitters is partly configuration (`emitters`, fnmatch on the cal
 the cached summary must not depend on it. So besides the built-in kinds (level methods on a
 receiver known to be a logger, see `rankguard.summary.loggers`; `print`, `warnings.warn`,
 `raise X("...")`, `sys.stdout/stderr.write`) every other call whose first argument is a string
-template is kept as kind `call` with its callee text; the query decides whether a configured
-pattern selects it, or whether a receiver imported from another module is a logger there.
+template is kept as kind `call` with its callee text and the argument's position; the query
+decides whether a configured pattern selects it, whether a receiver imported from another module
+is a logger there, or whether the callee is a *wrapper*: a module-level function that passes a
+parameter into an emitting call's message (`def print_warning_once(msg): logger.warning(msg)`),
+recorded per module as `wrappers`.
 
 Prose (comments, docstrings, strings nobody emits) is *not* recorded here: it is looked up at
 query time by scanning the source bytes, and only for the rows that found no emitting site.
@@ -33,7 +36,7 @@ from rankguard.summary.loggers import FACTORIES, Loggers, is_level_method
 
 FACT = "emissions"
 # Bump when the shape of `Emission` or of the fact changes: consumers recompute stale facts.
-FACT_VERSION = 2
+FACT_VERSION = 3
 
 STREAM_WRITERS = frozenset({"sys.stderr.write", "sys.stdout.write"})
 WARNINGS_CALLEES = frozenset({"warnings.warn", "warn"})
@@ -100,6 +103,7 @@ class Emission(NamedTuple):
     parts: tuple[Part, ...]  # the message template, adjacent constant pieces merged
     # A `call` whose receiver is imported: "..module:name", a logger when that module says so.
     origin: str = ""
+    arg: int = 0  # the message argument's position (a `call` may be a wrapper's call)
 
     @property
     def template(self) -> str:
@@ -207,22 +211,43 @@ def _print_parts(call: ast.Call) -> list[Part] | None:
     return parts if found else None
 
 
-def _message(call: ast.Call, kind: str, method: str) -> list[Part] | None:
-    """The template of the message a call emits, by emitter kind (a level method's call is
-    read as logging reads it, so a configured or imported logger gets the same template)."""
-    if kind == "print":
-        return _print_parts(call)
+def _message_node(call: ast.Call, kind: str, method: str) -> tuple[ast.expr | None, int, bool]:
+    """(the message argument, its position, whether logging %-formats it later), by emitter
+    kind: a level method's call is read as logging reads it (so a configured or imported logger
+    gets the same template); another plain call's message is its first string argument."""
     if kind == "logging" or (kind == "call" and is_level_method(method)):
         index = 1 if method == "log" else 0
-        node = call.args[index] if len(call.args) > index else _keyword(call, "msg")
-        if node is None:
-            return None
-        lazy = len(call.args) > index + 1
-        return template_parts(node, percent=lazy)
+        if len(call.args) > index:
+            return call.args[index], index, len(call.args) > index + 1
+        return _keyword(call, "msg"), index, False
+    if kind == "call":
+        for index, arg in enumerate(call.args):
+            if template_parts(arg) is not None:
+                return arg, index, False
+        return None, 0, False
     node = call.args[0] if call.args else None
     if node is None and kind == "warnings":
         node = _keyword(call, "message")
-    return None if node is None else template_parts(node)
+    return node, 0, False
+
+
+def _message(call: ast.Call, kind: str, method: str) -> tuple[list[Part] | None, int]:
+    """The template of the message a call emits, and the position of its argument."""
+    if kind == "print":
+        return _print_parts(call), 0
+    node, index, lazy = _message_node(call, kind, method)
+    return (None if node is None else template_parts(node, percent=lazy)), index
+
+
+def _passed_names(call: ast.Call, kind: str, method: str) -> set[str]:
+    """Names whose value becomes (part of) the emitted message: `logger.warning(msg)`,
+    `print(message)`, `logger.info(f"{msg} (rank 0)")`."""
+    nodes = list(call.args) if kind == "print" else [_message_node(call, kind, method)[0]]
+    names: set[str] = set()
+    for node in nodes:
+        if isinstance(node, (ast.Name, ast.JoinedStr, ast.BinOp, ast.FormattedValue)):
+            names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+    return names
 
 
 def classify(func: ast.expr, callee: str, loggers: Loggers) -> str:
@@ -254,11 +279,17 @@ class _Collector(ast.NodeVisitor):
         self.found: list[Emission] = []
         self.scope = ""  # prefix for the qualnames of definitions met here
         self.function = ""  # the function whose code runs here ("" = module level)
+        self.params: list[str] = []  # a module-level function's positional parameters
+        # Module-level functions that emit a parameter: name -> the parameter's position.
+        self.wrappers: dict[str, int] = {}
 
     def _record(self, node: ast.AST, call: ast.Call, kind: str, callee: str) -> None:
         func = call.func
         method = func.attr if isinstance(func, ast.Attribute) else ""
-        parts = _message(call, kind, method)
+        if kind != "call" and self.params:
+            for name in sorted(_passed_names(call, kind, method) & set(self.params)):
+                self.wrappers.setdefault(self.function, self.params.index(name))
+        parts, arg = _message(call, kind, method)
         if parts is None or not _has_constant(parts):
             return
         end = getattr(call, "end_lineno", None) or call.lineno
@@ -266,7 +297,8 @@ class _Collector(ast.NodeVisitor):
         origin = ""
         if kind == "call" and isinstance(func, ast.Attribute) and is_level_method(method):
             origin = self.loggers.origin(func.value)
-        self.found.append(Emission(self.function, line, end, kind, callee, _merge(parts), origin))
+        emission = Emission(self.function, line, end, kind, callee, _merge(parts), origin, arg)
+        self.found.append(emission)
 
     def _visit_all(self, nodes: list) -> None:
         for node in nodes:
@@ -277,10 +309,12 @@ class _Collector(ast.NodeVisitor):
         self._visit_all(node.decorator_list)
         self._visit_all([*node.args.defaults, *node.args.kw_defaults])
         qualname = f"{self.scope}.{node.name}" if self.scope else node.name
-        saved = self.scope, self.function
+        saved = self.scope, self.function, self.params
         self.scope, self.function = f"{qualname}.<locals>", qualname
+        positional = [*node.args.posonlyargs, *node.args.args]
+        self.params = [a.arg for a in positional] if not saved[0] else []
         self._visit_all(node.body)
-        self.scope, self.function = saved
+        self.scope, self.function, self.params = saved
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
@@ -322,4 +356,9 @@ def extract_emissions(tree: ast.Module, source: str) -> dict[str, object]:
     collector = _Collector(loggers)
     collector.visit(tree)
     sites = sorted(set(collector.found), key=lambda e: (e.line, e.end_line, e.kind, e.callee, e))
-    return {"version": FACT_VERSION, "sites": tuple(sites), "loggers": frozenset(loggers.names)}
+    return {
+        "version": FACT_VERSION,
+        "sites": tuple(sites),
+        "loggers": frozenset(loggers.names),
+        "wrappers": collector.wrappers,
+    }

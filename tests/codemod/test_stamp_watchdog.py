@@ -191,3 +191,17 @@ def test_bad_findings_file_is_an_input_error(tmp_path, content: str, message: st
     findings.write_text(content)
     with pytest.raises(InputError, match=message):
         _load_sites(str(findings), None)
+
+
+def test_libcst_command_without_findings_is_an_input_error() -> None:
+    """The command computes the findings; the codemod alone never analyses a project."""
+    from rankguard.codemods.stamp_watchdog import _load_sites
+    from rankguard.core.errors import InputError
+
+    with pytest.raises(InputError, match="needs --findings"):
+        _load_sites(None, "m.py")
+
+
+def test_unfixable_findings_are_not_sites() -> None:
+    finding = {"rule": "unwatched-collective", "path": "a.py", "line": 3, "function": "a.f"}
+    assert sites_from_findings([{**finding, "fixable": False}]) == []

@@ -99,3 +99,55 @@ def test_logger_imported_from_a_project_module(tmp_path: Path):
     emitting, others = collect_sites(tree.files, summaries, ())
     assert {s.template for s in emitting} == {"imported once", "relative import"}
     assert {s.template for s in others} == {"not a logger"}
+
+
+def test_functions_passing_their_parameter_to_an_emitter_are_emitters(tmp_path: Path):
+    # Logging helpers (`print_warning_once(msg)`, `log_info_on_rank0(logger, msg)`,
+    # `print_rank_0(message)`): their callers' literals are emitted.
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg/__init__.py").write_text("")
+    (tmp_path / "pkg/helpers.py").write_text(
+        textwrap.dedent(
+            """\
+            import logging
+            logger = logging.getLogger(__name__)
+
+            def print_warning_once(msg: str) -> None:
+                logger.warning(msg)
+
+            def log_info_on_rank0(logger, msg):
+                if rank() == 0:
+                    logger.info(f"{msg} (rank 0)")
+
+            def print_rank_0(message):
+                print(message, flush=True)
+
+            def lookup(name):
+                return TABLE[name]
+            """
+        )
+    )
+    (tmp_path / "pkg/use.py").write_text(
+        textwrap.dedent(
+            """\
+            from pkg import helpers
+            from pkg.helpers import log_info_on_rank0, lookup, print_warning_once
+
+            def f(logger):
+                print_warning_once("deprecated flag ignored")
+                log_info_on_rank0(logger, f"weights loaded in {1} s")
+                helpers.print_rank_0("building the model")
+                lookup("a table key")
+            """
+        )
+    )
+    tree = read_directory(tmp_path)
+    summaries, _ = parse_all(tree.files, SummaryCache(None), jobs=1)
+    emitting, others = collect_sites(tree.files, summaries, ())
+    found = {(s.template, s.kind, s.callee) for s in emitting if s.path == "pkg/use.py"}
+    assert found == {
+        ("deprecated flag ignored", "wrapper", "print_warning_once"),
+        ("weights loaded in {} s", "wrapper", "log_info_on_rank0"),
+        ("building the model", "wrapper", "helpers.print_rank_0"),
+    }
+    assert {s.template for s in others} == {"a table key"}

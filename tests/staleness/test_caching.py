@@ -228,15 +228,15 @@ def _table(report) -> list[tuple[str, str, str, bool, str]]:
 
 
 def test_design_table_uncached(analyse) -> None:
-    """DESIGN.md §1's four rows, nothing cached: the verdicts are the direction verdicts."""
+    """DESIGN.md §1's four rows, nothing cached: directions only, the verdict is `n/a`."""
     src = BUDGET.format(trapped=FRESH_TRAPPED.strip("\n"), takeable_decorator="")
     assert _table(analyse({"pkg/m.py": src})) == [
-        ("mem_get_info", "spendable", "added", False, "unsafe"),
-        ("memory_snapshot", "takeable", "subtracted", False, "safe"),
-        ("memory_snapshot", "spendable", "subtracted", False, "safe"),
-        ("memory_stats", "takeable", "added", False, "unsafe"),
-        ("memory_stats", "spendable", "added", False, "unsafe"),
-        ("memory_stats", "want", "subtracted", False, "safe"),
+        ("mem_get_info", "spendable", "added", False, "n/a"),
+        ("memory_snapshot", "takeable", "subtracted", False, "n/a"),
+        ("memory_snapshot", "spendable", "subtracted", False, "n/a"),
+        ("memory_stats", "takeable", "added", False, "n/a"),
+        ("memory_stats", "spendable", "added", False, "n/a"),
+        ("memory_stats", "want", "subtracted", False, "n/a"),
     ]
 
 
@@ -245,12 +245,12 @@ def test_design_table_only_trapped_cached(analyse) -> None:
     src = BUDGET.format(trapped=CACHED_TRAPPED.strip("\n"), takeable_decorator="")
     report = analyse({"pkg/m.py": src})
     assert _table(report) == [
-        ("mem_get_info", "spendable", "added", False, "unsafe"),
+        ("mem_get_info", "spendable", "added", False, "n/a"),
         ("memory_snapshot", "takeable", "subtracted", True, "safe"),
         ("memory_snapshot", "spendable", "subtracted", True, "safe"),
-        ("memory_stats", "takeable", "added", False, "unsafe"),
-        ("memory_stats", "spendable", "added", False, "unsafe"),
-        ("memory_stats", "want", "subtracted", False, "safe"),
+        ("memory_stats", "takeable", "added", False, "n/a"),
+        ("memory_stats", "spendable", "added", False, "n/a"),
+        ("memory_stats", "want", "subtracted", False, "n/a"),
     ]
     assert report.unsafe_cached == []
 
@@ -264,10 +264,10 @@ def test_design_table_whole_takeable_cached(analyse) -> None:
     report = analyse({"pkg/m.py": src})
     assert _table(report) == [
         ("takeable", "spendable", "added", True, "unsafe"),
-        ("mem_get_info", "spendable", "added", False, "unsafe"),
-        ("memory_snapshot", "takeable", "subtracted", False, "safe"),
-        ("memory_stats", "takeable", "added", False, "unsafe"),
-        ("memory_stats", "want", "subtracted", False, "safe"),
+        ("mem_get_info", "spendable", "added", False, "n/a"),
+        ("memory_snapshot", "takeable", "subtracted", False, "n/a"),
+        ("memory_stats", "takeable", "added", False, "n/a"),
+        ("memory_stats", "want", "subtracted", False, "n/a"),
     ]
     (unsafe,) = report.unsafe_cached
     assert unsafe.term == "pkg.m.Budget.takeable"

@@ -1,4 +1,4 @@
-"""The bundled example's table: EXPECTED.md §6 (S1-S7), and the command's output and exit code."""
+"""The bundled example's table: EXPECTED.md §6 (S1-S9), and the command's output and exit code."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ SCHED = "toysched.managers.scheduler.Scheduler"
 # (term, term line, consumer, consumer site, operation, stale_larger, cached, verdict, chain)
 EXPECTED = [
     ("torch.cuda.mem_get_info", f"{MIXP}:67", f"{MIX}.spendable_bytes", f"{MIXP}:70",
-     "added", "widens", None, "unsafe", [f"{MIX}.spendable_bytes"]),
+     "added", "widens", None, "n/a", [f"{MIX}.spendable_bytes"]),
     ("torch.cuda.memory_snapshot", f"{MIXP}:53", f"{MIX}._takeable_cache_bytes", f"{MIXP}:63",
      "subtracted", "narrows", "time-cadence", "safe",
      [f"{MIX}._trapped_cache_bytes", f"{MIX}._takeable_cache_bytes"]),
@@ -38,10 +38,19 @@ EXPECTED = [
      "subtracted", "narrows", "lru_cache", "safe",
      [f"{MM}.memory_reserved", f"{MM}._cached_reserved_bytes", f"{MIX}._allocator_cache_bytes",
       f"{MIX}._pool_release_want"]),
+    ("torch.cuda.memory_stats", f"{MIXP}:26", f"{MIX}._release_pool_slack", f"{MIXP}:97",
+     "compared", "narrows", "lru_cache", "safe",
+     [f"{MM}.memory_reserved", f"{MM}._cached_reserved_bytes", f"{MIX}._allocator_cache_bytes",
+      f"{MIX}._pool_release_want", f"{MIX}._release_pool_slack"]),
     ("toysched.mem_cache.radix_cache.RadixCache.available_size",
      "toysched/managers/scheduler.py:152", f"{SCHED}.get_num_allocatable_reqs",
-     "toysched/managers/scheduler.py:152", "added", "widens", None, "unsafe",
+     "toysched/managers/scheduler.py:152", "added", "widens", None, "n/a",
      [f"{SCHED}.get_num_allocatable_reqs"]),
+    ("toysched.mem_cache.radix_cache.RadixCache.available_size",
+     "toysched/managers/scheduler.py:152", f"{SCHED}.get_next_batch_to_run",
+     "toysched/managers/scheduler.py:163", "compared", "widens", None, "n/a",
+     [f"{SCHED}.get_num_allocatable_reqs", f"{SCHED}._local_admit_limit",
+      f"{SCHED}.get_next_batch_to_run"]),
 ]  # fmt: skip
 
 
@@ -77,15 +86,15 @@ def test_command_json_and_exit_code(capsys) -> None:
     for key in ("term", "cached", "consumer", "operation", "stale_larger", "verdict", "chain"):
         assert key in first
     assert set(first["consumer"]) == {"function", "path", "line"}
-    assert len(payload["terms"]) == 7
+    assert len(payload["terms"]) == 9
 
 
 def test_command_text_and_md(capsys) -> None:
     assert main(["staleness", str(EXAMPLE), "--no-cache"]) == 1
-    assert "7 rows, 2 cached and unsafe" in capsys.readouterr().out
+    assert "9 rows, 2 cached and unsafe" in capsys.readouterr().out
     assert main(["staleness", str(EXAMPLE), "--format", "md", "--no-cache"]) == 1
     table = capsys.readouterr().out.splitlines()
-    assert table[0].startswith("| term |") and len(table) == 9
+    assert table[0].startswith("| term |") and len(table) == 11
 
 
 def test_command_clean_and_bad_input(tmp_path: Path, capsys) -> None:

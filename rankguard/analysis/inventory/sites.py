@@ -1,11 +1,12 @@
 """Emitting sites of a source tree, from the cached per-file `emissions` facts.
 
 Which candidate calls count as emitters is decided here, at query time, from the config's
-`emitters` patterns (fnmatch on the callee text as written) and, for a level method called on an
-imported name, from the loggers the module it comes from binds: the cached facts stay
-independent of configuration and of other files. A summary cached before the extractor was
-registered (another command filled the cache) lacks the fact; it is recomputed from the file's
-bytes rather than trusted.
+`emitters` patterns (fnmatch on the callee text as written), for a level method called on an
+imported name from the loggers the module it comes from binds, and for a call of a project
+function that emits its parameter (a logging helper such as `print_warning_once(msg)`) from
+that function's facts: the cached facts stay independent of configuration and of other files.
+A summary cached before the extractor was registered (another command filled the cache) lacks
+the fact; it is recomputed from the file's bytes rather than trusted.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from rankguard.summary.emissions import FACT, FACT_VERSION, Emission, Part, extr
 from rankguard.summary.ir import FileSummary
 from rankguard.summary.parse import decode
 
-_NO_FACT: dict[str, Any] = {"sites": (), "loggers": frozenset()}
+_NO_FACT: dict[str, Any] = {"sites": (), "loggers": frozenset(), "wrappers": {}}
 
 
 @dataclass(frozen=True, order=True)
@@ -80,6 +81,14 @@ def _origin_module(src: SourceFile, origin: str) -> tuple[str, str]:
     return module, name
 
 
+def _calls_wrapper(emission: Emission, wrappers: dict[str, set[int]]) -> bool:
+    """A call by name (`helper(...)`, `module.helper(...)`) of a project function that emits
+    the parameter at the message argument's position."""
+    *owner, name = emission.callee.split(".")
+    plain = all(part.isidentifier() and part not in ("self", "cls") for part in owner)
+    return plain and len(owner) <= 1 and emission.arg in wrappers.get(name, ())
+
+
 def collect_sites(
     files: Iterable[SourceFile],
     summaries: dict[str, FileSummary],
@@ -88,6 +97,10 @@ def collect_sites(
     """(emitting sites, candidate calls no pattern selects), each sorted."""
     facts = [(src, file_emissions(src, summaries.get(src.path))) for src in files]
     loggers = {src.module: fact["loggers"] for src, fact in facts}
+    wrappers: dict[str, set[int]] = {}  # helper name -> positions of the parameter it emits
+    for _, fact in facts:
+        for name, position in fact["wrappers"].items():
+            wrappers.setdefault(name, set()).add(position)
     emitting: list[EmitSite] = []
     others: list[EmitSite] = []
     for src, fact in facts:
@@ -96,6 +109,8 @@ def collect_sites(
             if e.origin:
                 module, name = _origin_module(src, e.origin)
                 kind = "logging" if name in loggers.get(module, ()) else kind
+            if kind == "call" and _calls_wrapper(e, wrappers):
+                kind = "wrapper"
             function = f"{src.module}.{e.function}" if e.function else src.module
             site = EmitSite(src.path, e.line, function, kind, e.callee, e.parts, e.end_line)
             (emitting if kind != "call" or is_emitter(e, emitters) else others).append(site)

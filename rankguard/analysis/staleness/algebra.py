@@ -28,6 +28,7 @@ class Src(NamedTuple):
     name: str
     path: str = ""
     line: int = 0
+    errs: str = "large"  # which way a stale reading errs (catalog `errs`): large|small|either
 
 
 class CacheInfo(NamedTuple):
@@ -151,7 +152,17 @@ def add(a: Val, b: Val) -> Val:
 
 
 def sub(a: Val, b: Val) -> Val:
-    return join(a.flat(), b.flat().scale(NEG))
+    """`a - b`. A source on both sides with one sign is one reading minus a part of it (two fields
+    of one snapshot record, `x - x % align`): the difference keeps the minuend's sign."""
+    left, right = a.flat(), b.flat()
+    same = {
+        key
+        for key, flow in right.flows.items()
+        if flow.sign != UNK and left.flows.get(key, Flow(UNK, ())).sign == flow.sign
+    }
+    if same:
+        right = right.map_flows(lambda k, f: [] if k in same else [(k, f)])
+    return join(left, right.scale(NEG))
 
 
 def term(src: Src, hop: Hop) -> Val:
@@ -221,4 +232,16 @@ def keep(
         marked = val.map_flows(lambda k, f: [((k[0], k[1] or cache), f)])
         return marked, None
     members = tuple(sorted({(k[0].name, f.sign) for k, f in flat.flows.items()}))
+    src = src._replace(errs=composed_errs((k[0].errs, f.sign) for k, f in flat.flows.items()))
     return Val({(src, cache): Flow(POS, (hop,))}), Composite(src, cache, expression, members)
+
+
+def composed_errs(members: Iterable[tuple[str, int]]) -> str:
+    """How a kept sum errs from how each member errs and its sign inside it: a member that errs
+    large and is subtracted makes the sum err small; members that disagree make it `either`."""
+    flip = {"large": "small", "small": "large"}
+    found = {
+        errs if sign == POS else flip.get(errs, "either") if sign == NEG else "either"
+        for errs, sign in members
+    }
+    return found.pop() if len(found) == 1 else "either"

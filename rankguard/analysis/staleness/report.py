@@ -1,9 +1,12 @@
 """From composed flows to the contract's rows (DESIGN.md §4 `staleness`).
 
-`operation` is the sign of the term in the consumer's value; `stale_larger` what a stale,
-too-large value does there (added: widens, subtracted: narrows); `verdict` is unsafe when it
-widens and safe when it narrows, flipped for consumers declared `smaller-is-risky`. The verdict
-is given for every row; `stale-widening-term` reports the rows that are cached *and* unsafe.
+`operation` is the sign of the term in the consumer's value (`compared` when the term sits on
+one side of an admitting comparison); `stale_larger` what a stale, too-large value does there
+(added, or on the permissive side of a comparison: widens; subtracted: narrows); `stale_error`
+which way a stale reading of the term errs (catalog `errs`). The verdict composes both: unsafe
+when the way it errs widens the budget, safe when it narrows it, flipped for consumers declared
+`smaller-is-risky`. The verdict is about cached terms: an uncached row's verdict is `n/a`.
+`stale-widening-term` reports the rows that are cached *and* unsafe.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ class TermRow:
     chain: tuple[Hop, ...]
     smaller_is_risky: bool = False
     composite: Composite | None = None
+    stale_error: str = "large"
 
     @property
     def cached(self) -> bool:
@@ -68,6 +72,7 @@ class TermRow:
             "operation": self.operation,
             "stale_larger": self.stale_larger,
             "verdict": self.verdict,
+            "stale_error": self.stale_error,
             "chain": chain_json(self.chain),
         }
         if self.cache is not None:
@@ -107,12 +112,17 @@ class StalenessReport:
         }
 
 
-def _verdict(sign: int, flipped: bool) -> str:
-    if sign == POS:
-        return "safe" if flipped else "unsafe"
-    if sign == NEG:
-        return "unsafe" if flipped else "safe"
-    return "unknown"
+def _verdict(sign: int, errs: str, flipped: bool, cached: bool) -> str:
+    """Unsafe when a stale reading, erring the way the term errs, moves the consumer the risky
+    way (larger, or smaller for a `smaller-is-risky` consumer)."""
+    if not cached:
+        return "n/a"
+    if sign not in (POS, NEG):
+        return "unknown"
+    if errs == "either":
+        return "unsafe"
+    moves = sign if errs == "large" else -sign  # +1: the consumer comes out larger
+    return "unsafe" if (moves == NEG) == flipped else "safe"
 
 
 def _row(raw: Row, composites: dict, risky: tuple[str, ...]) -> TermRow:
@@ -125,12 +135,13 @@ def _row(raw: Row, composites: dict, risky: tuple[str, ...]) -> TermRow:
         function=raw.function,
         path=raw.path,
         line=raw.line,
-        operation=_OPERATION.get(raw.sign, "unknown"),
+        operation="compared" if raw.compared else _OPERATION.get(raw.sign, "unknown"),
         stale_larger=_STALE.get(raw.sign, "unknown"),
-        verdict=_verdict(raw.sign, flipped),
+        verdict=_verdict(raw.sign, raw.src.errs, flipped, raw.cache is not None),
         chain=raw.chain,
         smaller_is_risky=flipped,
         composite=composites.get(raw.src),
+        stale_error=raw.src.errs,
     )
 
 

@@ -22,11 +22,24 @@ class TermSpec:
     fields: tuple[str, ...] = ()  # the record attributes that are terms (NVML: free, used)
     reason: str = ""
     configured: bool = False
+    errs: str = "large"  # which way a stale reading errs: large | small | either
+    field_errs: tuple[tuple[str, str], ...] = ()
+
+    def errs_of(self, field: str | None = None) -> str:
+        return dict(self.field_errs).get(field, self.errs) if field else self.errs
 
 
 @dataclass(frozen=True)
 class TermCatalog:
     specs: tuple[TermSpec, ...]
+    not_budget_calls: frozenset[str] = frozenset()
+    not_budget_stores: tuple[str, ...] = ()
+
+    def not_budget_call(self, last_name: str) -> bool:
+        return last_name in self.not_budget_calls
+
+    def not_budget_store(self, name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, pat) for pat in self.not_budget_stores)
 
     def match(self, callee: str) -> TermSpec | None:
         for spec in self.specs:
@@ -40,6 +53,8 @@ def _spec(entry: dict[str, Any], configured: bool, origin: str) -> TermSpec:
     patterns = entry.get("match") or [entry.get("pattern") or entry["name"]]
     element = entry.get("element")
     fields = entry.get("fields", ())
+    errs = entry.get("errs", "large")  # the schema holds it to large | small | either
+    field_errs = entry.get("field-errs", {})
     return TermSpec(
         str(entry.get("name") or patterns[0]),
         tuple(patterns),
@@ -47,6 +62,8 @@ def _spec(entry: dict[str, Any], configured: bool, origin: str) -> TermSpec:
         tuple(fields),
         str(entry.get("reason", "")),
         configured,
+        errs,
+        tuple(sorted(field_errs.items())),
     )
 
 
@@ -56,6 +73,9 @@ def term_catalog(configured: tuple[Any, ...] = ()) -> TermCatalog:
     for item in configured:
         entry = {"match": [item], "name": item} if isinstance(item, str) else dict(item)
         specs.append(_spec(entry, True, "config driver-terms"))
-    for entry in load_catalog("driver_terms")["term"]:
+    data = load_catalog("driver_terms")
+    for entry in data["term"]:
         specs.append(_spec(entry, False, "driver_terms.toml"))
-    return TermCatalog(tuple(specs))
+    sinks = data.get("consumers", {})
+    calls, stores = sinks.get("not-budget-calls", []), sinks.get("not-budget-stores", [])
+    return TermCatalog(tuple(specs), frozenset(calls), tuple(stores))
