@@ -77,7 +77,6 @@ OVERSIZED: set[str] = {
     "rankguard/model/resolve.py",
     "rankguard/analysis/blocking.py",
     "rankguard/summary/extract.py",
-    "rankguard/analysis/divergence.py",
 }
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
-from rankguard.analysis.divergence import DivergentCall, find_divergent_calls
+from rankguard.analysis.uniformity import DivergentCall, find_divergent_calls
 from rankguard.core.findings import Finding, fingerprint
 from rankguard.rules.base import Example, Invalid, Rule, RuleContext, Valid
 
@@ -29,13 +29,14 @@ def _round(*body: str, extra: str = "", head: str = "") -> str:
 
 
 _INIT = (
-    "    def __init__(self, server_args, tp_rank):\n"
+    "    def __init__(self, server_args, tp_rank, sock):\n"
     "        self.server_args = server_args\n"
     "        self.tp_rank = tp_rank\n"
     "        self.tp_world_size = dist.get_world_size()\n"
+    "        self.sock = sock\n"
     "        self.waiting_queue = []\n\n"
-    "    def add(self, req):\n"
-    "        self.waiting_queue.append(req)\n\n"
+    "    def add(self):\n"
+    "        self.waiting_queue.append(self.sock.recv_pyobj())\n\n"
 )
 
 
@@ -45,9 +46,10 @@ class RankDivergentCollective(Rule):
     description = "A collective whose reachability in a round depends on rank-local data."
     help = (
         "Every rank of a group must enter the same collectives in the same order. A condition "
-        "computed from rank-local data (rank id, driver or allocator reading, local queue, time, "
-        "randomness, per-host environment) lets one rank skip or add a collective its peers wait "
-        "in. Agree on the value first (all_reduce MIN/MAX, broadcast from one rank) and branch on "
+        "whose value varies over the collective's group (this group's rank id, a driver or "
+        "allocator reading, a queue fed from outside the group, time, randomness, the host) lets "
+        "one rank skip or add a collective its peers wait in. Agree on the value first "
+        "(all_reduce MIN/MAX, broadcast from one rank) and branch on "
         "the agreed value, or make every branch enter the same collectives. Suppress a reviewed "
         "site with `# rankguard: ignore[rank-divergent-collective] reason` on the call line."
     )
@@ -123,6 +125,22 @@ class RankDivergentCollective(Rule):
                 "if not self.waiting_queue:", "    time.sleep(0.01)", "dist.barrier()", extra=_INIT
             )
         ),
+        # The launcher's environment is the same on every rank.
+        Valid(
+            _round("if DEBUG:", "    dist.barrier()", head='DEBUG = os.environ.get("DEBUG")\n\n')
+        ),
+        # The rank of another group dimension is constant inside this collective's group.
+        Valid(
+            _round(
+                "if self.pp_rank == 0:",
+                "    dist.barrier(group=self.tp_group)",
+                extra=(
+                    "    def __init__(self, pp_rank, tp_group):\n"
+                    "        self.pp_rank = pp_rank\n"
+                    "        self.tp_group = tp_group\n\n"
+                ),
+            )
+        ),
         # Early return on the group size (identical on every rank).
         Valid(
             _round(
@@ -194,12 +212,12 @@ class RankDivergentCollective(Rule):
             )
         ),
         Invalid(_round("if random.random() < 0.01:", "    dist.barrier()  # expect")),
-        # A per-host environment lookup, through a module global.
+        # A variable the launcher sets per rank, through a module global.
         Invalid(
             _round(
-                "if DEBUG:",
+                "if LOCAL_RANK == 0:",
                 "    dist.barrier()  # expect",
-                head='DEBUG = os.environ.get("DEBUG")\n\n',
+                head='LOCAL_RANK = int(os.environ.get("LOCAL_RANK", "0"))\n\n',
             )
         ),
         # Through an argument: the callee branches on its parameter.
@@ -247,10 +265,11 @@ def _finding(rule: str, item: DivergentCall) -> Finding:
         guard.kind
     ]
     primitive = item.primitives[0].callee if item.primitives else item.callee
+    group = f"group `{item.group}`" if item.group else "a group we cannot name"
     message = (
-        f"`{item.call.text}()` enters `{primitive}` {what} `{guard.stmt.text}` (line "
-        f"{guard.stmt.line}), which depends on rank-local {source.kind} `{source.text}` "
-        f"({source.path}:{source.line}): ranks can disagree on entering this collective"
+        f"`{item.call.text}()` enters `{primitive}` over {group} {what} `{guard.stmt.text}` "
+        f"(line {guard.stmt.line}), which varies with {item.why}: `{source.text}` "
+        f"({source.path}:{source.line}); ranks of that group can disagree on entering it"
     )
     extra: dict[str, Any] = item.to_json()
     extra["chain"] = [hop.to_json() for hop in item.reached_by] + [

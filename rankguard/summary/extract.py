@@ -22,6 +22,7 @@ from rankguard.summary.ir import (
     FileSummary,
     FunctionInfo,
     ImportInfo,
+    Operand,
     Param,
     Segs,
     Stmt,
@@ -168,10 +169,14 @@ class _Reads(ast.NodeVisitor):
         self.calls: list[CallSite] = []
         self.reads: list[Segs] = []
         self.value_refs: list[tuple[Segs, int]] = []
+        self.existence: list[Segs] = []
+        # Per call, parallel to `calls`: (first read, end of reads, first nested call) it owns.
+        self._spans: list[tuple[int, int, int]] = []
         self._deferred = 0
 
     def visit_Call(self, node: ast.Call) -> None:
         # Evaluation order: the callee's base, the arguments, then the call itself.
+        first_read, first_call = len(self.reads), len(self.calls)
         func = node.func
         while isinstance(func, (ast.Attribute, ast.Subscript)):
             if isinstance(func, ast.Subscript):
@@ -184,12 +189,13 @@ class _Reads(ast.NodeVisitor):
         if target and target[0] not in (OPAQUE,) and len(target) > 0:
             self.reads.append(target[:-1] if len(target) > 1 else target)
         args: list[str] = []
+        operands: list[Operand] = []
         for arg in node.args:
-            self._value(arg)
+            operands.append(self._operand("*" if isinstance(arg, ast.Starred) else None, arg))
             args.append(short_text(arg))
         kwargs: list[tuple[str, str]] = []
         for kw in node.keywords:
-            self._value(kw.value)
+            operands.append(self._operand(kw.arg or "**", kw.value))
             kwargs.append((kw.arg or "**", short_text(kw.value)))
         self.calls.append(
             CallSite(
@@ -199,8 +205,43 @@ class _Reads(ast.NodeVisitor):
                 tuple(args),
                 tuple(kwargs),
                 self._deferred > 0,
+                tuple(operands),
             )
         )
+        self._spans.append((first_read, len(self.reads), first_call))
+
+    def _operand(self, keyword: str | None, node: ast.expr) -> Operand:
+        """Visit one argument and say what it read and called (the slices it appended)."""
+        reads, calls = len(self.reads), len(self.calls)
+        self._value(node)
+        # Only what the argument itself reads and calls: a nested call owns its own arguments.
+        inner = range(calls, len(self.calls))
+        direct = [i for i in inner if not any(self._spans[j][2] <= i < j for j in inner)]
+        owned = [range(self._spans[i][0], self._spans[i][1]) for i in direct]
+        ref = reference(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        const = repr(node.value) if isinstance(node, ast.Constant) else None
+        return Operand(
+            keyword,
+            tuple(
+                read
+                for index, read in enumerate(self.reads[reads:], reads)
+                if not any(index in span for span in owned)
+            ),
+            tuple(self.calls[i].target for i in direct),
+            ref if ref and OPAQUE not in ref else None,
+            const,
+        )
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+            pair = (node.left, node.comparators[0])
+            for value, other in (pair, pair[::-1]):
+                none = isinstance(other, ast.Constant) and other.value is None
+                if none and isinstance(value, (ast.Name, ast.Attribute)):
+                    ref = reference(value)
+                    if OPAQUE not in ref:
+                        self.existence.append(ref)
+        self.generic_visit(node)
 
     def _value(self, node: ast.AST) -> None:
         """An argument or element: a bare reference here may be a callback."""
@@ -249,6 +290,18 @@ class _Reads(ast.NodeVisitor):
             if key is not None:
                 self.visit(key)
             self._value(value)
+
+
+def _truths(node: ast.AST | None) -> tuple[Segs, ...]:
+    """References in truth position: `q`, `not q`, `a and q`, `a or not q`."""
+    if isinstance(node, ast.BoolOp):
+        return tuple(ref for value in node.values for ref in _truths(value))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return _truths(node.operand)
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        ref = reference(node)
+        return () if OPAQUE in ref else (ref,)
+    return ()
 
 
 def _scan(node: ast.AST | None) -> _Reads:
@@ -417,7 +470,9 @@ class _Builder:
             return None
         if isinstance(node, ast.Expr):
             r = self._expr(node.value)
-            return Stmt("expr", line, tuple(r.calls), reads=tuple(r.reads))
+            return Stmt(
+                "expr", line, tuple(r.calls), reads=tuple(r.reads), existence=tuple(r.existence)
+            )
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             return self.assignment(node)
         if isinstance(node, ast.Return):
@@ -427,7 +482,12 @@ class _Builder:
                 if OPAQUE not in ref:
                     self._value_refs[-1].append((ref, line))
             return Stmt(
-                "return", line, tuple(r.calls), reads=tuple(r.reads), value=_value_shape(node.value)
+                "return",
+                line,
+                tuple(r.calls),
+                reads=tuple(r.reads),
+                value=_value_shape(node.value),
+                existence=tuple(r.existence),
             )
         if isinstance(node, ast.Raise):
             r = self._exprs([node.exc, node.cause])
@@ -449,6 +509,8 @@ class _Builder:
                 (self.block(node.body, scope, cls), self.block(node.orelse, scope, cls)),
                 text=short_text(node.test),
                 reads=tuple(r.reads),
+                existence=tuple(r.existence),
+                truths=_truths(node.test),
             )
         if isinstance(node, ast.While):
             r = self._expr(node.test)
@@ -461,6 +523,8 @@ class _Builder:
                 text=short_text(node.test),
                 reads=tuple(r.reads),
                 infinite=infinite,
+                existence=tuple(r.existence),
+                truths=_truths(node.test),
             )
         if isinstance(node, (ast.For, ast.AsyncFor)):
             r = self._expr(node.iter)
@@ -472,6 +536,9 @@ class _Builder:
                 text=short_text(node.iter),
                 targets=tuple(_target_refs(node.target)),
                 reads=tuple(r.reads),
+                truths=_truths(node.iter)
+                if isinstance(node.iter, ast.Attribute | ast.Name)
+                else (),
             )
         if isinstance(node, (ast.With, ast.AsyncWith)):
             r = self._exprs(item.context_expr for item in node.items)
@@ -569,6 +636,7 @@ class _Builder:
             targets=tuple(targets),
             reads=tuple(reads),
             value=shape,
+            existence=tuple(r.existence),
         )
 
     def imports(self, node: ast.Import | ast.ImportFrom, scope: str) -> None:

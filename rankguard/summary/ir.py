@@ -32,6 +32,23 @@ def segs_text(segs: Segs) -> str:
     return out
 
 
+@dataclass(slots=True, frozen=True)
+class Operand:
+    """One argument of a call as analyses read it, so none has to re-parse argument text.
+
+    `reads` are the maximal references it reads itself and `calls` the targets of the calls it
+    makes itself (a nested call's own arguments belong to that call's operands), both in
+    evaluation order and both also in the statement's own lists; `ref` is set when the
+    argument is a bare reference (`x`, `self.q`), `const` when it is a literal (its repr).
+    """
+
+    keyword: str | None  # None: positional; "*" / "**" for unpacking
+    reads: tuple[Segs, ...] = ()
+    calls: tuple[Segs, ...] = ()
+    ref: Segs | None = None
+    const: str | None = None
+
+
 @dataclass(slots=True)
 class CallSite:
     target: Segs
@@ -40,6 +57,10 @@ class CallSite:
     args: tuple[str, ...] = ()  # short text of each positional argument
     kwargs: tuple[tuple[str, str], ...] = ()  # (keyword, short text); "**" for **kw
     deferred: bool = False  # inside a lambda: runs later, not here
+    operands: tuple[Operand, ...] = ()  # positional first, then keywords, as written
+
+    def operand(self, keyword: str) -> Operand | None:
+        return next((o for o in self.operands if o.keyword == keyword), None)
 
     @property
     def text(self) -> str:
@@ -70,6 +91,12 @@ class Stmt:
     reads: tuple[Segs, ...] = ()  # references read by the value or test
     value: tuple[Any, ...] = ()  # ("call", segs) | ("ref", segs) | ("const", text) | ("other",)
     infinite: bool = False  # `while True`
+    # References the value or test only compares with None (`x is None`, `x is not None`):
+    # whether they exist, not what they hold.
+    existence: tuple[Segs, ...] = ()
+    # References whose truth a test takes (`if q`, `not q`, `a and q`) or a `for` iterates:
+    # how many items they hold decides, not what the items are.
+    truths: tuple[Segs, ...] = ()
 
 
 @dataclass(slots=True)

@@ -8,13 +8,9 @@ import pytest
 
 from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.discovery import discover_rounds
-from rankguard.analysis.divergence import (
-    SourceCatalog,
-    find_divergent_calls,
-    is_rank_name,
-    is_uniform_name,
-)
+from rankguard.analysis.uniformity import find_divergent_calls
 from rankguard.catalogs.catalog import collective_catalog
+from rankguard.catalogs.rank_sources import rank_source_catalog
 from rankguard.model import Program
 
 HEAD = "import os, random, time\nimport torch\nimport torch.distributed as dist\n\n"
@@ -49,7 +45,7 @@ ROUND = "class S:\n    def event_loop(self):\n        while True:\n"
     ],
 )
 def test_rank_names(name: str, expected: bool) -> None:
-    assert is_rank_name(name) is expected
+    assert rank_source_catalog().is_rank_name(name) is expected
 
 
 @pytest.mark.parametrize(
@@ -65,18 +61,20 @@ def test_rank_names(name: str, expected: bool) -> None:
     ],
 )
 def test_uniform_names(name: str, expected: bool) -> None:
-    assert is_uniform_name(name) is expected
+    assert rank_source_catalog().is_uniform_name(name) is expected
 
 
 def test_source_kinds_by_callee() -> None:
-    catalog = SourceCatalog.from_config(["*.Pool.available_size"])
+    catalog = rank_source_catalog().with_driver_terms(["*.Pool.available_size"])
     assert catalog.kind_of_call(["torch.distributed.get_rank"]) == "rank-id"
     assert catalog.kind_of_call(["pkg.parallel.get_tensor_model_parallel_rank"]) == "rank-id"
     assert catalog.kind_of_call(["torch.cuda.mem_get_info"]) == "driver"
     assert catalog.kind_of_call(["pkg.cache.Pool.available_size"]) == "driver"
     assert catalog.kind_of_call(["time.monotonic"]) == "time"
     assert catalog.kind_of_call(["numpy.random.rand"]) == "random"
-    assert catalog.kind_of_call(["os.getenv"]) == "environment"
+    assert catalog.kind_of_call(["socket.gethostname"]) == "host"
+    assert catalog.kind_of_call(["self.sock.recv_pyobj"]) == "inbox"
+    assert catalog.kind_of_call(["os.getenv"]) is None  # the launcher's environment
     assert catalog.kind_of_call(["torch.distributed.get_world_size"]) is None
 
 

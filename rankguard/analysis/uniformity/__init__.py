@@ -1,0 +1,13 @@
+"""rank-divergent-collective as a group-aware uniformity analysis (DESIGN §2.3).
+
+A value is uniform over a group or varying. The modules, one job each:
+`lattice` (labels and environments), `transfer` (one flow-sensitive walk per function),
+`flow` (program-wide solve: the round-state induction, and group filtering), `collectives`
+(what a call enters, over which group, pruned by call-site constants), `guards` (which
+conditions decide a collective call and whether every side agrees), `findings` (the answer).
+What varies comes from the catalog `catalogs/rank_sources.toml`.
+"""
+
+from rankguard.analysis.uniformity.findings import DivergentCall, find_divergent_calls
+
+__all__ = ["DivergentCall", "find_divergent_calls"]

@@ -1,0 +1,295 @@
+"""Which collectives a call enters, over which group, as tokens the guard comparison can match.
+
+Built on `CollectiveReach`, the one collective index (recursion handled there, once). Two
+refinements are local to this analysis and documented here:
+
+- **Call-site constants.** A call that binds a literal to a parameter (or leaves a literal
+  default in place: `available(device, distributed=False)`) does not enter the callee's
+  collectives that sit under `if <param>:` / `if not <param>:` / `if <param> is None:` and
+  are excluded by that literal. One level deep (the callee's own tests), by design.
+- **At-most-once functions.** A function that starts with `if self.F: return` and sets
+  `self.F = True` runs its collectives at most once per reset; its collectives become one token
+  `once:<function>`, and a second occurrence on a path adds nothing. So "negotiate under a
+  local condition, then `finalize()` (which negotiates if nobody did)" reaches the collective
+  once on every path.
+
+The group of a collective call is the dimension its receiver or group argument names
+(`get_tp_group().all_gather(...)`, `group=self.tp_cpu_group`), else the primitive's: the
+default group (`world`) when it passes none, unknown (None) when it passes one we cannot name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from functools import cached_property
+
+from rankguard.analysis.collectives import CollectiveReach, CollectiveSite, Event
+from rankguard.analysis.reach import followed
+from rankguard.catalogs.rank_sources import RankSourceCatalog
+from rankguard.core.chains import Hop
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord
+from rankguard.summary.ir import CallSite, Stmt, walk_calls, walk_statements
+
+Reached = list[tuple[CollectiveSite, list[Hop]]]
+_FALSE = frozenset({"False", "None", "0", "0.0", "''", '""'})
+_LITERALS = _FALSE | {"True"}
+
+
+def bound(callee: FunctionRecord, call: CallSite) -> bool:
+    """Whether the callee's first parameter is filled by the receiver (`obj.m(...)`, `Cls()`)."""
+    info = callee.info
+    if not info.cls:
+        return False
+    decorators = {d[-1] for d in info.decorators if d}
+    if "staticmethod" in decorators:
+        return False
+    if "classmethod" in decorators or info.name == "__init__":
+        return True  # `Cls(...)` fills `self` too
+    return len(call.target) >= 2
+
+
+class CollectiveCalls:
+    """Per call: the collectives entered (pruned by call-site constants), their tokens, group."""
+
+    def __init__(self, program: Program, reach: CollectiveReach, catalog: RankSourceCatalog):
+        self.program = program
+        self.reach = reach
+        self.catalog = catalog
+        self._entered: dict[int, Reached] = {}
+        self._pruned: dict[tuple[str, frozenset[tuple[str, str]]], Reached] = {}
+        self._once: dict[str, bool] = {}
+
+    # -- what a call enters -------------------------------------------------------------
+    def entered(self, record: FunctionRecord, call: CallSite) -> Reached:
+        """Primitive collectives (not point-to-point) the call enters, with chains, in order."""
+        key = id(call)
+        if key not in self._entered:
+            self._entered[key] = [] if call.deferred else self._compute(record, call)
+        return self._entered[key]
+
+    def _compute(self, record: FunctionRecord, call: CallSite) -> Reached:
+        out: Reached = []
+        pruned: set[str] = set()
+        for target in followed(self.program, record.qualname, call):
+            callee = self.program.functions.get(target.name)
+            constants = self.constants(callee, call) if callee is not None else {}
+            if callee is None or not constants:
+                continue
+            pruned.add(callee.qualname)
+            key = (callee.qualname, frozenset(constants.items()))
+            if key not in self._pruned:
+                calls = list(_feasible_calls(callee.info.body, constants))
+                self._pruned[key] = _pairs(self.reach.events_of_calls(callee, calls))
+            edge = "fallback" if target.kind == "fallback" else target.via
+            hop = Hop(record.qualname, record.path, call.line, edge)
+            out.extend((site, [hop, *chain]) for site, chain in self._pruned[key])
+        found = _pairs(self.reach.events_of_calls(record, [call]))
+        out.extend(
+            (site, chain)
+            for site, chain in found
+            if len(chain) < 2 or chain[1].function not in pruned
+        )
+        return [(site, chain) for site, chain in out if site.kind == "collective"]
+
+    def constants(self, callee: FunctionRecord, call: CallSite) -> dict[str, str]:
+        """Literal values the call gives the callee's parameters its own `if`s test."""
+        tested = _tested_params(callee.info.body)
+        if not tested:
+            return {}
+        params = [p.name for p in callee.info.params]
+        offset = 1 if bound(callee, call) else 0
+        passed: dict[str, str | None] = {}
+        for index, operand in enumerate(o for o in call.operands if o.keyword is None):
+            if index + offset < len(params):
+                passed[params[index + offset]] = operand.const
+        starred = any(o.keyword in ("*", "**") for o in call.operands)
+        for operand in call.operands:
+            if operand.keyword in params:
+                passed[operand.keyword] = operand.const
+        out: dict[str, str] = {}
+        for param in callee.info.params:
+            if param.name not in tested:
+                continue
+            if param.name in passed:
+                value = passed[param.name]
+            elif not starred:
+                value = param.default
+            else:
+                value = None
+            if value in _LITERALS:
+                out[param.name] = value
+        return out
+
+    # -- tokens ---------------------------------------------------------------------------
+    def tokens(self, record: FunctionRecord, call: CallSite) -> tuple[str, ...]:
+        """What a call contributes to a path's collective sequence."""
+        out: list[str] = []
+        for site, chain in self.entered(record, call):
+            once = next((h.function for h in chain[1:] if self.at_most_once(h.function)), None)
+            out.append(f"once:{once}" if once else site.callee)
+        return tuple(dict.fromkeys(out))
+
+    def at_most_once(self, name: str) -> bool:
+        if name not in self._once:
+            record = self.program.functions.get(name)
+            self._once[name] = record is not None and (
+                _returns_once(record.info.body) or self._latched(record)
+            )
+        return self._once[name]
+
+    def _latched(self, record: FunctionRecord) -> bool:
+        """Its collectives all sit under `if not self.A:` (or `self.A is None`) whose block
+        stores the state `A` reads: `A` itself, or what a property `A` of the class reads."""
+        latches = [
+            stmt
+            for stmt in record.info.body
+            if stmt.kind == "if"
+            and len(stmt.reads) == 1
+            and len(stmt.reads[0]) == 2
+            and stmt.reads[0][0] == "self"
+            and stmt.text in (f"not self.{stmt.reads[0][1]}", f"self.{stmt.reads[0][1]} is None")
+        ]
+        if not latches:
+            return False
+        outside = [s for s in record.info.body if s not in latches]
+        if any(self.entered(record, c) for c in walk_calls(tuple(outside))):
+            return False
+        for latch in latches:
+            attr = latch.reads[0][1]
+            read = {attr}
+            prop = self.program.functions.get(
+                f"{record.info.cls and record.qualname.rsplit('.', 1)[0]}.{attr}"
+            )
+            if prop is not None and any(d and d[-1] == "property" for d in prop.info.decorators):
+                read |= {
+                    r[1] for s in prop.info.body for r in s.reads if len(r) == 2 and r[0] == "self"
+                }
+            stored = {
+                t[1] for s in latch.blocks[0] for t in s.targets if len(t) == 2 and t[0] == "self"
+            }
+            if not read & stored:
+                return False
+        return True
+
+    # -- groups ---------------------------------------------------------------------------
+    def group(self, record: FunctionRecord, call: CallSite) -> str | None:
+        """The dimension of the group the call's collectives run over; None when unknown."""
+        named = self._named_group(call)
+        if named is not None:
+            return named
+        groups: set[str | None] = set()
+        for site, _chain in self.entered(record, call):
+            holder = self.program.functions.get(site.function)
+            primitive = next(
+                (
+                    c
+                    for c in walk_calls(holder.info.body if holder else ())
+                    if c.line == site.line
+                    and any(t.name == site.callee for t in followed(self.program, site.function, c))
+                ),
+                None,
+            )
+            if primitive is None:
+                groups.add(None)
+                continue
+            named = self._named_group(primitive)
+            passes = any(o.keyword == "group" for o in primitive.operands)
+            groups.add(named if named is not None else (None if passes else "world"))
+        return groups.pop() if len(groups) == 1 else None
+
+    def _named_group(self, call: CallSite) -> str | None:
+        refs = [call.target[:-1]] + [ref for o in call.operands for ref in o.reads]
+        for ref in refs:
+            for segment in ref:
+                found = self.catalog.dimension_of_group(segment)
+                if found is not None:
+                    return found
+        for ref in refs:  # `self.sync_group`, stored from `scheduler.tp_cpu_group` elsewhere
+            if len(ref) >= 2 and ref[-1] in self.attribute_groups:
+                return self.attribute_groups[ref[-1]]
+        return None
+
+    @cached_property
+    def attribute_groups(self) -> dict[str, str]:
+        """Attributes every store of which names one group dimension (`x.g = y.tp_group`)."""
+        found: dict[str, set[str | None]] = {}
+        for record in self.program.functions.values():
+            for stmt in walk_statements(record.info.body):
+                if stmt.kind != "assign" or not stmt.value or stmt.value[0] != "ref":
+                    continue
+                dims = {self.catalog.dimension_of_group(seg) for seg in stmt.value[1]} - {None}
+                only = next(iter(dims)) if len(dims) == 1 else None
+                for target in stmt.targets:
+                    if len(target) >= 2:
+                        found.setdefault(target[-1], set()).add(only)
+        return {
+            name: dim
+            for name, dims in found.items()
+            if len(dims) == 1 and (dim := next(iter(dims))) is not None
+        }
+
+
+def _pairs(events: Iterable[Event]) -> Reached:
+    return [(event.site, list(event.chain)) for event in events]
+
+
+def _test_of(stmt: Stmt) -> tuple[str, bool] | None:
+    """(parameter, whether the branch runs when it is truthy) for `p`, `not p`, `p is None`."""
+    if stmt.kind != "if" or len(stmt.reads) != 1 or len(stmt.reads[0]) != 1:
+        return None
+    name = stmt.reads[0][0]
+    forms = {
+        name: True,
+        f"not {name}": False,
+        f"{name} is not None": True,
+        f"{name} is None": False,
+    }
+    if stmt.text not in forms:
+        return None
+    return name, forms[stmt.text]
+
+
+def _tested_params(body: tuple[Stmt, ...]) -> frozenset[str]:
+    names: set[str] = set()
+    stack = list(body)
+    while stack:
+        stmt = stack.pop()
+        test = _test_of(stmt)
+        if test is not None:
+            names.add(test[0])
+        for block in stmt.blocks:
+            stack.extend(block)
+    return frozenset(names)
+
+
+def _feasible_calls(body: tuple[Stmt, ...], constants: dict[str, str]) -> Iterator[CallSite]:
+    """The body's calls, skipping the branches the constants exclude."""
+    for stmt in body:
+        yield from stmt.calls
+        test = _test_of(stmt)
+        blocks = stmt.blocks
+        if test is not None and test[0] in constants:
+            truthy = constants[test[0]] not in _FALSE
+            if stmt.text.endswith("is None") or stmt.text.endswith("is not None"):
+                truthy = constants[test[0]] != "None"
+            blocks = (blocks[0],) if truthy == test[1] else blocks[1:]
+        for block in blocks:
+            yield from _feasible_calls(block, constants)
+
+
+def _returns_once(body: tuple[Stmt, ...]) -> bool:
+    """`if self.F: return` first (a docstring aside), and `self.F = True` somewhere in the body."""
+    stmts = [s for s in body if not (s.kind == "expr" and not s.calls and not s.reads)]
+    if not stmts or stmts[0].kind != "if" or len(stmts[0].reads) != 1:
+        return False
+    flag = stmts[0].reads[0]
+    first = stmts[0]
+    if len(flag) != 2 or first.text != ".".join(flag) or not first.blocks[0]:
+        return False
+    if first.blocks[0][0].kind != "return":
+        return False
+    return any(
+        s.kind == "assign" and s.targets == (flag,) and s.value == ("const", "True")
+        for s in stmts[1:]
+    )

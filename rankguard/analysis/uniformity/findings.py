@@ -1,0 +1,102 @@
+"""Divergent collective calls: the analysis's answer, one per call under a hazardous guard."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rankguard.analysis.collectives import CollectiveReach, CollectiveSite
+from rankguard.analysis.reach import reach_from
+from rankguard.analysis.uniformity.flow import Sourced, UniformityFlow
+from rankguard.analysis.uniformity.guards import Guard, GuardWalker, tail_after
+from rankguard.catalogs.rank_sources import configured_driver_patterns, rank_source_catalog
+from rankguard.core.chains import Hop, chain_json
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord
+from rankguard.summary.ir import CallSite, Stmt
+
+
+@dataclass
+class DivergentCall:
+    """A call that enters a collective under a guard that varies over the collective's group."""
+
+    function: FunctionRecord
+    call: CallSite
+    callee: str
+    group: str | None  # the group's dimension (`tp`, `world`), None when it cannot be named
+    guard: Guard
+    guards: list[Guard]
+    primitives: list[CollectiveSite]
+    sources: Sourced
+    why: str  # one line: what the nearest varying source is
+    reached_by: list[Hop]
+
+    def to_json(self) -> dict[str, Any]:
+        source, chain = self.sources[0]
+        return {
+            "function": self.function.qualname,
+            "collective": {
+                "callee": self.callee,
+                "path": self.function.path,
+                "line": self.call.line,
+            },
+            "group": self.group,
+            "primitives": [p.to_json() for p in self.primitives],
+            "condition": {
+                "text": self.guard.stmt.text,
+                "path": self.function.path,
+                "line": self.guard.stmt.line,
+                "kind": self.guard.kind,
+            },
+            "source": {**source.to_json(), "why": self.why, "chain": [s.to_json() for s in chain]},
+            "other_sources": [s.to_json() for s, _ in self.sources[1:]],
+            "reached_by": chain_json(self.reached_by),
+        }
+
+
+def find_divergent_calls(
+    program: Program,
+    round_functions: Sequence[str],
+    reach: CollectiveReach,
+    driver_terms: Iterable[Any] = (),
+) -> list[DivergentCall]:
+    """Every collective call, in a function the round functions reach, under a guard that
+    varies over its group (the caller has matched the rounds already: `RuleContext.rounds`)."""
+    reached = reach_from(program, round_functions)
+    if not reached:
+        return []
+    catalog = rank_source_catalog().with_driver_terms(configured_driver_patterns(driver_terms))
+    flow = UniformityFlow(program, reach, catalog, reached)
+    out: list[DivergentCall] = []
+    for name in sorted(reached):
+        record = program.functions[name]
+        outer: list[tuple[Stmt, ...]] = []
+        for hop in reversed(reached[name]):
+            caller = program.functions.get(hop.function)
+            outer.extend(tail_after(caller.info.body, hop.line) or () if caller else ())
+        for call, group, guards in GuardWalker(flow, record, tuple(outer)).run():
+            guard = guards[-1]  # the innermost decides last
+            sources = flow.varying(name, guard.stmt, group)
+            entered = flow.calls.entered(record, call)
+            callee = entered[0][1][1].function if len(entered[0][1]) > 1 else entered[0][0].callee
+            source = sources[0][0]
+            why = catalog.why(source.kind)
+            if source.kind == "rank-id":
+                why += f" in the {source.dimension or 'any'} dimension"
+            out.append(
+                DivergentCall(
+                    record,
+                    call,
+                    callee,
+                    group,
+                    guard,
+                    guards,
+                    list(dict.fromkeys(site for site, _chain in entered)),
+                    sources,
+                    why,
+                    reached[name],
+                )
+            )
+    out.sort(key=lambda d: (d.function.path, d.call.line, d.call.col, d.guard.stmt.line))
+    return out

@@ -1,0 +1,167 @@
+"""Program-wide uniformity: walk every function once, then solve the flows between them.
+
+The solve is the round-state induction. An attribute is a node fed by every store and every
+feed into it, anywhere in the program; it is varying exactly when some varying source reaches
+it through those flows (the least fixed point, computed breadth first from the sources). So
+state maintained only from uniform inputs (requests broadcast to the group, counts a collective
+reduced) stays uniform across rounds, and this is checked over every store, not assumed.
+
+Group-awareness comes last: a rank id carries its dimension, and `varying(...)` keeps only the
+sources that can differ inside the collective's group.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Collection, Iterable, Iterator
+
+import networkx as nx
+
+from rankguard.analysis.collectives import CollectiveReach
+from rankguard.analysis.reach import FOLLOWED
+from rankguard.analysis.uniformity.collectives import CollectiveCalls
+from rankguard.analysis.uniformity.lattice import FunctionFlow, Label, Labels, Node, Source, Step
+from rankguard.analysis.uniformity.transfer import Walker
+from rankguard.catalogs.rank_sources import RankSourceCatalog
+from rankguard.model.program import Program
+from rankguard.summary.ir import CALL, SUBSCRIPT, Stmt, walk_statements
+
+_MAX_SOURCES = 8
+Sourced = list[tuple[Source, tuple[Step, ...]]]
+
+
+class UniformityFlow:
+    """Uniformity over a whole program: build once, then ask about conditions."""
+
+    def __init__(
+        self,
+        program: Program,
+        reach: CollectiveReach,
+        catalog: RankSourceCatalog,
+        reached: Collection[str] = (),
+    ) -> None:
+        # Functions the rounds reach: their parameters take values only from callers the rounds
+        # also reach (a start-up profiler's synthetic requests are not the round's requests).
+        self.reached = frozenset(reached)
+        self.program = program
+        self.reach = reach
+        self.sources_catalog = catalog
+        self.resolver = program.resolver
+        self.calls = CollectiveCalls(program, reach, catalog)
+        self.stores = _attribute_stores(program, catalog.feeders)
+        self._globals = _module_globals(program)
+        self.flows: dict[str, FunctionFlow] = {}
+        for name in _callees_first(program):
+            self.flows[name] = Walker(self, program.functions[name]).run()
+        self.sources = self._solve()
+
+    def ret_params(self, function: str) -> dict[str, tuple[Step, ...]]:
+        """Parameters of `function` whose value reaches its return (known once it was walked;
+        callees are walked first, so only recursion sees an empty summary)."""
+        flow = self.flows.get(function)
+        return flow.ret_params if flow is not None else {}
+
+    def is_global(self, module: str, name: str) -> bool:
+        return name in self._globals.get(module, frozenset())
+
+    # -- solving --------------------------------------------------------------------------
+    def _solve(self) -> dict[Node, dict[Source, tuple[Step, ...]]]:
+        """Breadth first from every source: each node keeps its nearest few sources."""
+        forward: dict[Label, list[tuple[Node, tuple[Step, ...]]]] = {}
+        for name in sorted(self.flows):
+            for node, labels in self.flows[name].edges.items():
+                for label, steps in labels.items():
+                    forward.setdefault(label, []).append((node, steps))
+        result: dict[Node, dict[Source, tuple[Step, ...]]] = {}
+        queue: deque[tuple[Node, Source, tuple[Step, ...]]] = deque()
+        for source in sorted(label for label in forward if isinstance(label, Source)):
+            for node, steps in forward[source]:
+                queue.append((node, source, steps))
+        while queue:
+            node, source, chain = queue.popleft()
+            if node[0] == "arrivals" and source.kind != "inbox":
+                continue  # a size changes with how many messages arrive, not with their values
+            known = result.setdefault(node, {})
+            if source in known or len(known) >= _MAX_SOURCES:
+                continue
+            known[source] = chain
+            for nxt, steps in forward.get(node, ()):
+                queue.append((nxt, source, (*steps, *chain)[:18]))
+        return result
+
+    def sources_of(self, labels: Labels) -> Sourced:
+        """Every source a set of labels stands for, nearest first."""
+        found: dict[Source, tuple[Step, ...]] = {}
+        for label, steps in labels.items():
+            candidates: dict[Source, tuple[Step, ...]] = (
+                {label: ()} if isinstance(label, Source) else self.sources.get(label, {})
+            )
+            for source, chain in candidates.items():
+                full = (*steps, *chain)
+                if source not in found or len(full) < len(found[source]):
+                    found[source] = full
+        return sorted(found.items(), key=lambda kv: (len(kv[1]), kv[0]))
+
+    def condition_sources(self, function: str, stmt: Stmt) -> Sourced:
+        flow = self.flows.get(function)
+        if flow is None:
+            return []
+        return self.sources_of(flow.conditions.get(id(stmt), {}))
+
+    def varying(self, function: str, stmt: Stmt, group: str | None) -> Sourced:
+        """The condition's sources that can differ between ranks of `group` (a dimension)."""
+        return [
+            (source, chain)
+            for source, chain in self.condition_sources(function, stmt)
+            if source.kind != "rank-id"
+            or not self.sources_catalog.rank_uniform_over(source.dimension or None, group)
+        ]
+
+
+def _callees_first(program: Program) -> list[str]:
+    """Function names, callees before callers (strongly connected parts in any order)."""
+    graph = nx.DiGraph()
+    graph.add_nodes_from(sorted(program.functions))
+    for caller, resolved in program.calls.items():
+        if caller not in program.functions:
+            continue
+        for item in resolved:
+            for target in item.targets:
+                known = target.name in program.functions and target.name != caller
+                if target.kind in FOLLOWED and known:
+                    graph.add_edge(caller, target.name)
+    condensed = nx.condensation(graph)
+    order: list[str] = []
+    for component in reversed(list(nx.lexicographical_topological_sort(condensed))):
+        order.extend(sorted(condensed.nodes[component]["members"]))
+    return order
+
+
+def _targets(stmts: Iterable[Stmt], feeders: frozenset[str]) -> Iterator[str]:
+    for stmt in stmts:
+        for target in stmt.targets:
+            cut = [s for s in target if s != SUBSCRIPT]
+            if len(cut) >= 2 and CALL not in cut:
+                yield cut[-1]
+        for call in stmt.calls:
+            if len(call.target) >= 3 and call.target[-1] in feeders:
+                yield call.target[-2]
+
+
+def _attribute_stores(program: Program, feeders: frozenset[str]) -> dict[str, frozenset[str]]:
+    """Attribute names each function assigns or feeds (a call into it forgets those paths)."""
+    return {
+        name: frozenset(_targets(walk_statements(record.info.body), feeders))
+        for name, record in program.functions.items()
+    }
+
+
+def _module_globals(program: Program) -> dict[str, frozenset[str]]:
+    out: dict[str, frozenset[str]] = {}
+    for module in program.modules:
+        body = program.functions.get(module)
+        if body is not None:
+            out[module] = frozenset(
+                t[0] for s in body.info.body if s.kind == "assign" for t in s.targets if len(t) == 1
+            )
+    return out

@@ -1,0 +1,96 @@
+"""The value lattice: a value is uniform (no labels) or varying (labels naming its sources).
+
+A label is either a `Source` (where a varying value is produced) or a symbolic `Node` standing
+for a value that comes from outside the function being walked (a parameter, an attribute, a
+global, a callee's result); the program-wide solve (`flow.py`) tells which sources each node
+stands for. Each label carries the local steps that carried it, so a finding can explain itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, order=True)
+class Source:
+    """Where a varying value is produced; `dimension` is a rank id's group dimension ("" when it
+    names none, which varies with every group)."""
+
+    kind: str  # rank-id | driver | inbox | time | random | host | environment
+    text: str
+    function: str
+    path: str
+    line: int
+    dimension: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": self.kind,
+            "text": self.text,
+            "function": self.function,
+            "path": self.path,
+            "line": self.line,
+        }
+        if self.kind == "rank-id":
+            out["dimension"] = self.dimension or None
+        return out
+
+
+@dataclass(frozen=True, order=True)
+class Step:
+    """One hop of a flow: in `function`, at `path:line`, `text` carried the value on."""
+
+    function: str
+    path: str
+    line: int
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"function": self.function, "path": self.path, "line": self.line, "text": self.text}
+
+
+Node = tuple[str, ...]  # ("ret", fn) | ("param", fn, name) | ("attr", cls, name) | ("global", m, n)
+Label = Source | Node
+Labels = dict[Label, tuple[Step, ...]]  # label -> the local steps from it to here
+MAX_STEPS = 6
+
+
+def merge(into: Labels, more: Labels) -> None:
+    for label, steps in more.items():
+        if label not in into or len(steps) < len(into[label]):
+            into[label] = steps
+
+
+def through(labels: Labels, step: Step) -> Labels:
+    return {label: (step, *steps)[:MAX_STEPS] for label, steps in labels.items()}
+
+
+Env = dict[str, Labels]  # locals by name; attribute paths (`self.x`) by dotted text
+
+
+def join(envs: list[Env]) -> Env:
+    """Join of branch environments. A local missing from a branch is uniform there; an attribute
+    path missing from a branch was not overwritten there, so it falls back to the attribute."""
+    if len(envs) == 1:
+        return envs[0]
+    out: Env = {}
+    for env in envs:
+        for name, labels in env.items():
+            if "." in name and not all(name in other for other in envs):
+                continue
+            merge(out.setdefault(name, {}), labels)
+    return out
+
+
+@dataclass
+class FunctionFlow:
+    """What one walk of a function found: flows into symbolic nodes, and each condition's labels."""
+
+    edges: dict[Node, Labels] = field(default_factory=dict)
+    conditions: dict[int, Labels] = field(default_factory=dict)  # id(Stmt) -> labels
+    ret_params: dict[str, tuple[Step, ...]] = field(default_factory=dict)  # param -> to return
+
+    def flow(self, node: Node, labels: Labels) -> None:
+        if labels:
+            merge(self.edges.setdefault(node, {}), labels)

@@ -1,0 +1,442 @@
+"""The transfer functions: one flow-sensitive walk of a function over the summary IR.
+
+Locals and attribute paths (`self.x`) live in an environment, so a later assignment kills an
+earlier value: a count overwritten by what a collective returned is uniform from there on. What
+comes from outside the function stays symbolic (parameters, attributes, globals, callees'
+results) and becomes edges into those nodes; `flow.py` solves them program-wide.
+
+Rules the walk applies, each general:
+- a collective's result, and a tensor it reduced or broadcast in place, is agreed by the group;
+- a container holds what was fed into it (`append`, `put`, `extend`, ...): its truth and length
+  follow those values, so a queue fed only with broadcast requests is uniform;
+- placement is not data: `device=` and friends, `.to(...)`'s arguments and `torch.device(...)`
+  never make a value vary;
+- `x is None` tests existence, not contents: the operand's labels do not count there;
+- the launcher's environment is uniform, except the variables it sets per rank (`RANK`, ...).
+
+Limits, on purpose: implicit flows (a value assigned under a varying branch) are not tracked;
+parameters are context-insensitive; attribute paths are kept per function and fall back to the
+program-wide attribute after a call into a function that stores that attribute.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Protocol
+
+from rankguard.analysis.collectives import CollectiveReach
+from rankguard.analysis.reach import followed
+from rankguard.analysis.uniformity.collectives import CollectiveCalls, bound
+from rankguard.analysis.uniformity.lattice import (
+    MAX_STEPS,
+    Env,
+    FunctionFlow,
+    Labels,
+    Node,
+    Source,
+    Step,
+    join,
+    merge,
+    through,
+)
+from rankguard.catalogs.rank_sources import RankSourceCatalog
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord
+from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT, CallSite, Operand, Segs, Stmt, segs_text
+
+_MAX_CLASSES = 12
+_ENV_READS = frozenset({"os.getenv", "os.environ.get"})
+# Where an in-place collective takes the buffer it fills (first positional, or these keywords).
+_BUFFER_KEYWORDS = ("tensor", "object_list", "tensor_list", "output_tensor_list", "output")
+
+
+class ProgramFacts(Protocol):
+    """What a walk needs from the program-wide analysis (`flow.UniformityFlow`)."""
+
+    program: Program
+    reach: CollectiveReach
+    calls: CollectiveCalls
+    sources_catalog: RankSourceCatalog
+    resolver: Any
+    stores: dict[str, frozenset[str]]
+    reached: frozenset[str]
+
+    def ret_params(self, function: str) -> dict[str, tuple[Step, ...]]: ...
+
+    def is_global(self, module: str, name: str) -> bool: ...
+
+
+class _Statement:
+    """Per-statement bookkeeping: which reads and calls an operand already accounted for."""
+
+    def __init__(self) -> None:
+        self.consumed: Counter[Segs] = Counter()
+        self.consumed_calls: set[int] = set()
+        self.results: dict[int, Labels] = {}
+        self.pending: list[CallSite] = []
+        self.kills: list[str] = []
+
+
+class Walker:
+    """One flow-sensitive pass over a function's statements."""
+
+    def __init__(self, flow: ProgramFacts, record: FunctionRecord) -> None:
+        self.f = flow
+        self.catalog = flow.sources_catalog
+        self.record = record
+        self.fn = record.qualname
+        self.out = FunctionFlow()
+        self._attr_nodes: dict[Segs, tuple[Node, ...]] = {}
+
+    def step(self, line: int, text: str) -> Step:
+        return Step(self.fn, self.record.path, line, text)
+
+    def source(self, kind: str, text: str, line: int, dimension: str = "") -> Source:
+        return Source(kind, text, self.fn, self.record.path, line, dimension)
+
+    def rank_source(self, segments: Segs, line: int) -> Source:
+        dimension = self.catalog.dimension_of_rank(segments) or ""
+        return self.source("rank-id", segs_text(segments), line, dimension)
+
+    # -- entry ----------------------------------------------------------------------------
+    def run(self) -> FunctionFlow:
+        env: Env = {}
+        info = self.record.info
+        is_method = bool(info.cls) and not any(
+            d and d[-1] == "staticmethod" for d in info.decorators
+        )
+        for index, param in enumerate(info.params):
+            name = param.name.lstrip("*")
+            if index == 0 and is_method:
+                env[name] = {}
+                continue
+            labels: Labels = {("param", self.fn, name): ()}
+            if self.catalog.is_rank_name(name):
+                labels[self.rank_source((name,), info.line)] = ()
+            env[name] = labels
+        self.block(info.body, env)
+        return self.out
+
+    # -- statements -----------------------------------------------------------------------
+    def block(self, stmts: tuple[Stmt, ...], env: Env) -> Env:
+        for stmt in stmts:
+            env = self.statement(stmt, env)
+        return env
+
+    def statement(self, stmt: Stmt, env: Env) -> Env:
+        kind = stmt.kind
+        if kind in ("assign", "expr", "return", "raise"):
+            labels = self.value(stmt, env)
+            if kind == "assign":
+                self.assign(stmt, labels, env)
+            elif kind == "return":
+                self.returned(labels, stmt.line)
+            return env
+        if kind in ("if", "match"):
+            self.out.conditions[id(stmt)] = self.value(stmt, env)
+            branches = [self.block(b, dict(env)) for b in stmt.blocks] or [env]
+            if (kind == "if" and len(stmt.blocks) < 2) or kind == "match":
+                branches.append(env)
+            return join(branches)
+        if kind == "loop":
+            labels = self.value(stmt, env)
+            self.out.conditions[id(stmt)] = labels
+            if stmt.targets:
+                text = f"for {', '.join(segs_text(t) for t in stmt.targets)} in {stmt.text}"
+                items = self.ref(stmt.truths[0], env, stmt.line) if stmt.truths else labels
+                self.bind(stmt.targets, through(items, self.step(stmt.line, text)), env)
+            body, orelse = (*stmt.blocks, (), ())[:2]
+            after = env
+            for _ in range(2):  # a second pass carries values around the loop once
+                after = join([after, self.block(body, dict(after))])
+            return self.block(orelse, after)
+        if kind == "with":
+            labels = self.value(stmt, env)
+            if stmt.targets:
+                self.bind(stmt.targets, through(labels, self.step(stmt.line, stmt.text)), env)
+            return self.block(stmt.blocks[0] if stmt.blocks else (), env)
+        if kind == "try":
+            blocks = stmt.blocks
+            body_env = self.block(blocks[0], dict(env))
+            outs = [self.block(blocks[1], dict(body_env)) if len(blocks) > 1 else body_env]
+            for handler in blocks[3:]:
+                outs.append(self.block(handler, join([env, body_env])))
+            joined = join(outs)
+            return self.block(blocks[2], joined) if len(blocks) > 2 else joined
+        return env
+
+    def returned(self, labels: Labels, line: int) -> None:
+        """Own parameters that reach a return are applied per call site (a summary); the rest
+        is the function's intrinsic result, shared by every caller."""
+        step = self.step(line, "return")
+        intrinsic: Labels = {}
+        for label, steps in labels.items():
+            carried = (step, *steps)[:MAX_STEPS]
+            if isinstance(label, tuple) and label[0] == "param" and label[1] == self.fn:
+                known = self.out.ret_params.get(label[2])
+                if known is None or len(carried) < len(known):
+                    self.out.ret_params[label[2]] = carried
+            else:
+                intrinsic[label] = carried
+        self.out.flow(("ret", self.fn), intrinsic)
+
+    # -- values ---------------------------------------------------------------------------
+    def value(self, stmt: Stmt, env: Env) -> Labels:
+        """Labels of what a statement's value (or test) is computed from."""
+        state = _Statement()
+        for call in stmt.calls:
+            if call.deferred:
+                continue
+            state.results[id(call)] = self.call(call, env, state)
+            state.pending.append(call)
+        out: Labels = {}
+        for call in stmt.calls:
+            if id(call) in state.results and id(call) not in state.consumed_calls:
+                merge(out, state.results[id(call)])
+        for ref in stmt.existence:  # `x is None`: whether it exists, not what it holds
+            state.consumed[ref] += 1
+        for ref in stmt.reads:
+            if state.consumed[ref] > 0:
+                state.consumed[ref] -= 1
+                continue
+            merge(out, self.ref(ref, env, stmt.line, ref in stmt.truths))
+        for name in state.kills:
+            env[name] = {}
+        return out
+
+    def call(self, call: CallSite, env: Env, state: _Statement) -> Labels:
+        program = self.f.program
+        catalog = self.catalog
+        targets = [t.name for t in followed(program, self.fn, call)]
+        names = targets or [segs_text(call.target)]
+        result: Labels = {}
+        kind = catalog.kind_of_call(names)
+        if kind == "rank-id":
+            result[self.rank_source(call.target, call.line)] = ()
+        elif kind is not None:
+            result[self.source(kind, call.text + "()", call.line)] = ()
+        elif any(n in _ENV_READS for n in names) and self._rank_variable(call):
+            result[self.source("rank-id", f"{call.text}({call.args[0]})", call.line)] = ()
+        segs = call.target
+        placement = any(n in catalog.placement_calls for n in names)
+        operands: list[tuple[Operand, Labels]] = []
+        measured = len(segs) == 1 and segs[0] in self.catalog.measures
+        for operand in call.operands:
+            labels = self.operand(operand, env, state, call.line, measured)
+            if operand.keyword not in catalog.placement_keywords:  # placement is not data
+                operands.append((operand, labels))
+        receiver = self.receiver(call, env, state)
+        internal = [t for t in targets if t in program.functions]
+        primitive = any(self.f.reach.catalog.kind(t) == "collective" for t in targets)
+        entered = primitive or bool(self.f.calls.entered(self.record, call))
+        if entered:
+            self.kill_buffer(call, state)
+        uniform = placement or any(catalog.is_uniform_name(n) for n in names)
+        # An object of a program class is not a value: its fields carry their own flows.
+        uniform = uniform or (not internal and any(n in program.classes for n in names))
+        if primitive or uniform:
+            return result  # agreed by the group, or uniform by construction
+        if not internal:
+            # Outside the program: its result is computed from its receiver and arguments,
+            # except a placement method's (`x.to(device)` holds what `x` holds).
+            if len(segs) >= 2 and segs[-1] in catalog.feeders and segs[-2] != CALL:
+                self.feed(call, [labels for _o, labels in operands], env)
+            merge(result, receiver)
+            if not (len(segs) >= 2 and segs[-1] in catalog.placement_methods):
+                for _operand, labels in operands:
+                    merge(result, labels)
+            return result
+        step = self.step(call.line, call.text + "(…)")
+        for target in internal:
+            callee = program.functions[target]
+            result[("ret", target)] = ()
+            self.forget_stored(target, env)
+            passed = self.bind_params(callee, call, operands)
+            if target in self.f.reached and self.fn not in self.f.reached:
+                passed = {}  # a caller outside the rounds builds other objects
+            # What a collective wrapper hands back is what the group agreed on, even when one
+            # path returns the argument itself (the root of a broadcast, a group of one).
+            summary = {} if entered else self.f.ret_params(target)
+            for param, labels in passed.items():
+                self.out.flow(("param", target, param), through(labels, step))
+                if param in summary:
+                    back = self.step(call.line, f"{call.text}(…) returns {param}")
+                    merge(result, through(labels, back))
+        return result
+
+    def receiver(self, call: CallSite, env: Env, state: _Statement) -> Labels:
+        """Labels of what a method is called on (`self.q` in `self.q.popleft()`), read once."""
+        target = call.target
+        if not target or target[0] == OPAQUE:
+            return {}
+        read = target[:-1] if len(target) > 1 else target
+        state.consumed[read] += 1
+        if len(target) == 1:
+            return {}
+        return self.ref(read, env, call.line, target[-1] in self.catalog.size_methods)
+
+    def _rank_variable(self, call: CallSite) -> bool:
+        first = call.operands[0].const if call.operands else None
+        return first is not None and first.strip("'\"") in self.catalog.rank_environment
+
+    def bind_params(
+        self, callee: FunctionRecord, call: CallSite, operands: list[tuple[Operand, Labels]]
+    ) -> dict[str, Labels]:
+        params = [p.name.lstrip("*") for p in callee.info.params]
+        offset = 1 if bound(callee, call) else 0
+        passed: dict[str, Labels] = {}
+        positional = [labels for o, labels in operands if o.keyword is None]
+        if any(o.keyword == "*" for o, _ in operands):
+            positional = []  # unpacked: we cannot tell which parameter gets what
+        for index, labels in enumerate(positional):
+            if index + offset < len(params):
+                passed[params[index + offset]] = labels
+        for operand, labels in operands:
+            if operand.keyword in params:
+                passed[operand.keyword] = labels
+        return passed
+
+    def operand(
+        self, operand: Operand, env: Env, state: _Statement, line: int, size: bool = False
+    ) -> Labels:
+        """Labels of one argument; what it reads is then not counted again for the statement.
+        `size`: the argument is measured (`len(x)`), not read."""
+        out: Labels = {}
+        for segs in operand.calls:
+            for index, call in enumerate(state.pending):
+                if call.target == segs:
+                    state.consumed_calls.add(id(call))
+                    merge(out, state.results.get(id(call), {}))
+                    del state.pending[index]
+                    break
+        for ref in operand.reads:
+            state.consumed[ref] += 1
+            merge(out, self.ref(ref, env, line, size and ref == operand.ref))
+        return out
+
+    def kill_buffer(self, call: CallSite, state: _Statement) -> None:
+        """A tensor reduced or broadcast in place holds the agreed value from here on."""
+        buffer = next((o for o in call.operands if o.keyword is None), None)
+        buffer = buffer or next((o for o in call.operands if o.keyword in _BUFFER_KEYWORDS), None)
+        if buffer is not None and buffer.ref and buffer.ref != ("self",):
+            state.kills.append(".".join(buffer.ref))
+
+    def feed(self, call: CallSite, fed: list[Labels], env: Env) -> None:
+        """`q.append(x)`: the container now also holds what `x` holds."""
+        labels: Labels = {}
+        for more in fed:
+            merge(labels, more)
+        container = call.target[:-1]
+        step = self.step(call.line, f"{call.text}(…)")
+        self.bind(((*container, SUBSCRIPT),), through(labels, step), env)
+
+    def forget_stored(self, target: str, env: Env) -> None:
+        stored = self.f.stores.get(target, frozenset())
+        for key in [k for k in env if "." in k and k.rsplit(".", 1)[1] in stored]:
+            del env[key]
+
+    def ref(self, ref: Segs, env: Env, line: int, size: bool = False) -> Labels:
+        """Labels of a reference read: a local's, an attribute path's, a global's, or a source.
+
+        A container is two values: its size (what it was assigned, and how many messages from
+        outside the group arrived in it) and its items (what was fed in). `size=True` reads the
+        first only: `len(q)`, `if q:`, `for ... in q` (the trip count), `q.qsize()`.
+        """
+        cut: list[str] = []
+        for seg in ref:
+            if seg in (CALL, SUBSCRIPT):
+                break
+            cut.append(seg)
+        if not cut or cut[0] in (OPAQUE, "<str>", "super()"):
+            return {}
+        if self.catalog.is_uniform_name(cut[-1]):
+            return {}
+        if tuple(cut[:2]) == ("os", "environ"):
+            return {}  # the launcher's environment; per-rank variables are read by name above
+        size = size and len(cut) == len(ref)
+        out: Labels = {}
+        known = next(
+            (k for k in range(len(cut), 0, -1) if ".".join(cut[:k]) in env), 0
+        )  # the longest path this function assigned (a local, or an attribute path)
+        if known:
+            key = ".".join(cut[:known])
+            merge(out, env[key])
+            if not size or known < len(cut):
+                merge(out, env.get(key + "[]", {}))
+        elif self.f.is_global(self.record.module, cut[0]) and not self.record.is_module_body:
+            out[("global", self.record.module, cut[0])] = ()
+        if any(seg in self.catalog.placement_attributes for seg in cut[1:]):
+            return {}  # a value's dtype or device names its type or placement, not its data
+        for index in range(max(known, 1), len(cut)):
+            attr = cut[index]
+            if self.catalog.is_rank_name(attr):
+                source = self.rank_source(tuple(cut[: index + 1]), line)
+                out[source] = ()
+                if source.dimension:
+                    continue  # named by its dimension: that is what it is, however computed
+            last = index == len(cut) - 1
+            for node in self.attr_nodes(tuple(cut[:index]), attr):
+                out[node] = ()
+                if last:
+                    out[("arrivals" if size else "items", *node[1:])] = ()
+        return out
+
+    def attr_nodes(self, owner: Segs, attr: str) -> tuple[Node, ...]:
+        key = (*owner, attr)
+        cached = self._attr_nodes.get(key)
+        if cached is not None:
+            return cached
+        program = self.f.program
+        classes: list[str] = []
+        for value in self.f.resolver.evaluate(self.record, owner):
+            if value.kind in ("instance", "class") and value.name in program.classes:
+                classes.extend(program.mro(value.name))
+                classes.extend(sorted(program.subclasses.get(value.name, ())))
+        nodes = tuple(("attr", cls, attr) for cls in dict.fromkeys(classes))[:_MAX_CLASSES]
+        self._attr_nodes[key] = nodes
+        return nodes
+
+    # -- stores ---------------------------------------------------------------------------
+    def assign(self, stmt: Stmt, labels: Labels, env: Env) -> None:
+        names = ", ".join(segs_text(t) for t in stmt.targets)
+        shape = stmt.value
+        if shape and shape[0] == "call":
+            text = f"{names} = {segs_text(shape[1])}()"
+        elif shape and shape[0] == "ref":
+            text = f"{names} = {segs_text(shape[1])}"
+        else:
+            text = f"{names} = …"
+        self.bind(stmt.targets, through(labels, self.step(stmt.line, text)), env)
+
+    def bind(self, targets: tuple[Segs, ...], labels: Labels, env: Env) -> None:
+        """Store `labels` into each target; `x[k] = v` and feeds (`x[]`) go to x's items."""
+        for target in targets:
+            if not target or target[0] in (OPAQUE, "<str>"):
+                continue
+            weak = target[-1] == SUBSCRIPT
+            while target and target[-1] == SUBSCRIPT:
+                target = target[:-1]
+            if CALL in target or SUBSCRIPT in target or not target:
+                continue
+            key = ".".join(target)
+            if weak:
+                if len(target) == 1 or key in env:
+                    merge(env.setdefault(key + "[]", {}), labels)
+                    arrivals = ("arrivals", self.fn, key)
+                    env[key] = {**env.get(key, {}), arrivals: ()}
+                    self.out.flow(arrivals, labels)
+            else:
+                env[key] = dict(labels)
+                env[key + "[]"] = {}
+            if len(target) == 1:
+                if self.record.is_module_body:
+                    self.out.flow(("global", self.record.module, target[0]), labels)
+                continue
+            owner, attr = target[:-1], target[-1]
+            for value in self.f.resolver.evaluate(self.record, owner):
+                if value.kind in ("instance", "class") and value.name in self.f.program.classes:
+                    if weak:
+                        self.out.flow(("items", value.name, attr), labels)
+                        self.out.flow(("arrivals", value.name, attr), labels)
+                    else:
+                        self.out.flow(("attr", value.name, attr), labels)

@@ -1,0 +1,261 @@
+"""The rank-source catalog (`rank_sources.toml`): what varies between the ranks of a group.
+
+Loaded and validated once; a malformed row is an `InputError` naming the table and the row.
+The uniformity analysis asks it four things: which kind of varying value a callee returns,
+whether a name is a rank's own id (and of which group dimension), whether a name is uniform
+by construction (a group size or handle), and whether a rank id of one dimension is the same on
+every rank of a group of another dimension (the grids).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from rankguard.catalogs.loader import load_catalog
+from rankguard.core.errors import InputError
+
+_FILE = "rank_sources.toml"
+_GROUP_SUFFIX = re.compile(
+    r"(?:_(?:cpu|device|gloo|nccl|pynccl|process|comm|sync))*_(?:group|pg|comm|coordinator)$"
+)
+
+
+@dataclass(frozen=True)
+class SourceKind:
+    kind: str
+    why: str
+    match: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RankSourceCatalog:
+    kinds: tuple[SourceKind, ...]
+    rank_calls: tuple[re.Pattern[str], ...]
+    rank_names: tuple[re.Pattern[str], ...]
+    peers: frozenset[str]
+    rank_environment: frozenset[str]
+    uniform_calls: tuple[re.Pattern[str], ...]
+    placement_keywords: frozenset[str]
+    placement_methods: frozenset[str]
+    placement_calls: frozenset[str]
+    feeders: frozenset[str]
+    size_methods: frozenset[str]
+    measures: frozenset[str]
+    placement_attributes: frozenset[str]
+    aliases: dict[str, str]  # spelling -> dimension
+    grids: tuple[tuple[str, tuple[str, ...]], ...]  # (of, axes)
+    _memo: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
+    _compiled: list[tuple[str, re.Pattern[str]]] = field(
+        default_factory=list, compare=False, repr=False
+    )
+
+    # -- what kind of varying value a callee returns ------------------------------------
+    def with_driver_terms(self, patterns: Iterable[str]) -> RankSourceCatalog:
+        """The same catalog with more `driver` patterns (shared driver terms, config)."""
+        kinds = tuple(
+            SourceKind(k.kind, k.why, tuple(dict.fromkeys((*k.match, *patterns))))
+            if k.kind == "driver"
+            else k
+            for k in self.kinds
+        )
+        return RankSourceCatalog(
+            kinds,
+            *(getattr(self, f) for f in _COPIED),  # type: ignore[arg-type]
+        )
+
+    def why(self, kind: str) -> str:
+        if kind == "rank-id":
+            return "this rank's own id"
+        return next((k.why for k in self.kinds if k.kind == kind), kind)
+
+    def kind_of_call(self, names: Sequence[str]) -> str | None:
+        for name in names:
+            if name not in self._memo:
+                self._memo[name] = self._classify(name)
+            if self._memo[name] is not None:
+                return self._memo[name]
+        return None
+
+    def _classify(self, name: str) -> str | None:
+        if self.is_rank_call(name):
+            return "rank-id"
+        if not self._compiled:
+            # One expression per kind: asked for ~240k call sites on a large tree.
+            self._compiled.extend(
+                (k.kind, re.compile("|".join(fnmatch.translate(p) for p in k.match)))
+                for k in self.kinds
+                if k.match
+            )
+        return next((kind for kind, rx in self._compiled if rx.match(name)), None)
+
+    # -- names ------------------------------------------------------------------------------
+    def is_rank_call(self, name: str) -> bool:
+        last = name.rsplit(".", 1)[-1]
+        return any(rx.match(last) for rx in self.rank_calls) and not self.is_uniform_name(last)
+
+    def is_rank_name(self, name: str) -> bool:
+        """`tp_rank`, `pp_rank`, `rank`, `rank_in_group`: a rank's own id, by its name."""
+        if name in self.peers:
+            return False
+        stripped = self._strip_dimension(name.lstrip("_"))[1]
+        return any(rx.match(stripped) for rx in self.rank_names)
+
+    def is_uniform_name(self, name: str) -> bool:
+        """`world_size`, `tp_size`, `get_tp_group`: the same on every rank of the group."""
+        last = name.rsplit(".", 1)[-1].lstrip("_")
+        if any(rx.match(last) for rx in self.uniform_calls):
+            return True
+        dimension, rest = self._strip_dimension(last)
+        return rest == "world_size" or (dimension is not None and rest == "size")
+
+    def _strip_dimension(self, name: str) -> tuple[str | None, str]:
+        """`attn_tp_rank` -> ("attn_tp", "rank"); the longest alias prefix wins."""
+        found = [alias for alias in self.aliases if name.startswith(alias + "_")]
+        if not found:
+            return None, name
+        alias = max(found, key=len)
+        return self.aliases[alias], name[len(alias) + 1 :]
+
+    # -- dimensions ---------------------------------------------------------------------
+    def dimension_of_rank(self, segments: Sequence[str]) -> str | None:
+        """The dimension a rank id is of: `tp_rank`, `get_tp_rank`, `tp_group.rank_in_group`,
+        `get_tp_group().rank_in_group`; None when it does not say (varies with every group)."""
+        last = segments[-1].lstrip("_")
+        if last.startswith("get_"):
+            last = last[4:]
+        dimension, _rest = self._strip_dimension(last)
+        if dimension is not None:
+            return dimension
+        for owner in reversed(segments[:-1]):
+            found = self.dimension_of_group(owner)
+            if found is not None:
+                return found
+        return None
+
+    def dimension_of_group(self, segment: str) -> str | None:
+        """`tp_group`, `get_tp_group`, `attn_tp_cpu_group`, `tp_device_group` -> the dimension."""
+        name = segment.lstrip("_")
+        if name.startswith("get_"):
+            name = name[4:]
+        match = _GROUP_SUFFIX.search(name)
+        if match is None:
+            return None
+        stem = name[: match.start()]
+        # `dp_tp`: the tp group inside one dp replica; the innermost dimension names it.
+        while stem not in self.aliases and "_" in stem:
+            stem = stem.split("_", 1)[1]
+        return self.aliases.get(stem)
+
+    def rank_uniform_over(self, rank_dimension: str | None, group: str | None) -> bool:
+        """Whether a rank id of `rank_dimension` is the same on every rank of `group`."""
+        if rank_dimension is None or group is None or rank_dimension == group:
+            return False
+        mine, theirs = self._ancestry(rank_dimension), self._ancestry(group)
+        return any(
+            a in axes and b in axes and a != b
+            for _of, axes in self.grids
+            for a in mine
+            for b in theirs
+        )
+
+    def _ancestry(self, dimension: str) -> list[str]:
+        out = [dimension]
+        while True:
+            parent = next((of for of, axes in self.grids if out[-1] in axes), None)
+            if parent is None or parent in out:
+                return out
+            out.append(parent)
+
+
+_COPIED = (
+    "rank_calls",
+    "rank_names",
+    "peers",
+    "rank_environment",
+    "uniform_calls",
+    "placement_keywords",
+    "placement_methods",
+    "placement_calls",
+    "feeders",
+    "size_methods",
+    "measures",
+    "placement_attributes",
+    "aliases",
+    "grids",
+)
+
+
+def _regexes(values: Iterable[str], where: str) -> tuple[re.Pattern[str], ...]:
+    try:
+        return tuple(re.compile(v) for v in values)
+    except re.error as exc:
+        raise InputError(f"{where}: bad regular expression: {exc}") from exc
+
+
+def parse_rank_sources(data: dict) -> RankSourceCatalog:
+    """Build the catalog from its tables (their shape is checked by the schema; what a schema
+    cannot say, a bad regular expression or an unknown grid dimension, is checked here)."""
+    rank, uniform = data.get("rank", {}), data.get("uniform", {})
+    placement, containers = data.get("placement", {}), data.get("containers", {})
+    aliases = {a: row["name"] for row in data.get("dimension", []) for a in row["aliases"]}
+    names = {row["name"] for row in data.get("dimension", [])}
+    grids = []
+    for index, row in enumerate(data.get("grid", [])):
+        unknown = [a for a in (*row["axes"], row["of"]) if a not in names]
+        if unknown:
+            raise InputError(f"{_FILE}: [[grid]] #{index + 1}: unknown dimension(s) {unknown}")
+        grids.append((row["of"], tuple(row["axes"])))
+
+    def words(table: dict, key: str) -> frozenset[str]:
+        return frozenset(table.get(key, ()))
+
+    return RankSourceCatalog(
+        kinds=tuple(
+            SourceKind(row["kind"], row["why"], tuple(row["match"]))
+            for row in data.get("source", [])
+        ),
+        rank_calls=_regexes(rank.get("calls", ()), f"{_FILE}: [rank] calls"),
+        rank_names=_regexes(rank.get("names", ()), f"{_FILE}: [rank] names"),
+        peers=words(rank, "peers"),
+        rank_environment=words(rank, "environment"),
+        uniform_calls=_regexes(uniform.get("calls", ()), f"{_FILE}: [uniform] calls"),
+        placement_keywords=words(placement, "keywords"),
+        placement_methods=words(placement, "methods"),
+        placement_calls=words(placement, "calls"),
+        feeders=words(containers, "feeders"),
+        size_methods=words(containers, "sizes"),
+        measures=words(containers, "measures"),
+        placement_attributes=words(placement, "attributes"),
+        aliases=aliases,
+        grids=tuple(grids),
+    )
+
+
+@cache
+def rank_source_catalog() -> RankSourceCatalog:
+    """The shipped catalog plus the shared driver terms (`driver_terms.toml`)."""
+    catalog = parse_rank_sources(load_catalog("rank_sources"))
+    terms = load_catalog("driver_terms")["term"]
+    return catalog.with_driver_terms(
+        [p for term in terms for p in (*term.get("match", []), term.get("name", "")) if p]
+    )
+
+
+def configured_driver_patterns(configured: Iterable[Any]) -> list[str]:
+    """Config `driver-terms` entries (a pattern, or a table with `match`/`name`) as patterns."""
+    patterns: list[str] = []
+    for entry in configured:
+        if isinstance(entry, str):
+            patterns.append(entry)
+        elif isinstance(entry, dict):
+            for key in ("match", "pattern", "patterns"):
+                value = entry.get(key)
+                patterns.extend([value] if isinstance(value, str) else value or [])
+            if isinstance(entry.get("name"), str):
+                patterns.append(entry["name"])
+    return patterns
