@@ -1,4 +1,4 @@
-"""Rule `stale-widening-term`: a cached driver term whose stale, too-large value widens a budget.
+"""Rule `stale-widening-term`: a cached driver term whose stale value widens a budget.
 
 The rows come from the staleness audit (DESIGN.md §2.5): one finding per cached row whose verdict
 is unsafe, at the consumer's line. A kept composite (`cache - trapped` cached as one value) is
@@ -42,26 +42,31 @@ class Budget:
 class StaleWideningTerm(Rule):
     name = "stale-widening-term"
     code = "RG104"
-    description = "A cached driver term whose stale, too-large value widens the budget it feeds."
+    description = "A cached driver term whose stale value widens the budget it feeds."
     help = (
-        "A cached (lru_cache, cached_property, time-cadence attribute, memo, cadence helper) "
-        "driver value goes stale; where it is added to a budget a stale, too-large value lets "
-        "this rank grant more than it has. Cache only terms that are subtracted all the way to "
-        "the budget (see `rankguard staleness` for the composed sign at every consumer), read "
-        "the term fresh, or declare the consumer `smaller-is-risky` when a smaller value is "
-        "the dangerous side."
+        "A cached (decorator cache, functools.cache(fn), time-cadence attribute, memo, value "
+        "set at start-up or in a module global, cadence helper) driver value goes stale. Free "
+        "memory errs large (it shrinks as the rank works), bytes allocated err small (they "
+        "grow): where the way a term errs widens the budget it reaches (added or on the "
+        "admitting side of a comparison when it errs large, subtracted when it errs small) "
+        "this rank grants more than it has. See `rankguard staleness` for the composed sign at "
+        "every consumer; read the term fresh, cache only terms whose staleness narrows every "
+        "budget, or declare the consumer `smaller-is-risky` when a smaller value is the "
+        "dangerous side."
     )
 
     what = (
-        "Composes the sign of every cached driver or allocator term (lru_cache, "
-        "cached_property, time-cadence attributes, memos, cadence helpers) through arithmetic, "
-        "returns, arguments and attribute stores to every budget it feeds, and reports the "
-        "cached terms whose stale, too-large value widens that budget."
+        "Composes the sign of every cached driver or allocator term (decorator caches, "
+        "functools.cache(fn), time-cadence attributes, memos, start-up values, cadence "
+        "helpers) through arithmetic, returns, arguments and attribute stores to every budget "
+        "it feeds, and reports the cached terms whose stale value widens that budget: free "
+        "memory errs large, so added it widens; bytes allocated err small, so subtracted they "
+        "widen."
     )
     why = (
-        "A cached reading is cheap and stale. Where it is added to a budget, a stale value "
-        "larger than the truth lets this rank grant memory or capacity it no longer has, and "
-        "the failure shows up far from the cache, as an out-of-memory or an overcommitted pool."
+        "A cached reading is cheap and stale. Where its staleness widens a budget, this rank "
+        "grants memory or capacity it no longer has, and the failure shows up far from the "
+        "cache, as an out-of-memory or an overcommitted pool."
     )
     instead = (
         "class Budget:\n    def spendable_bytes(self):\n"
@@ -91,6 +96,12 @@ class StaleWideningTerm(Rule):
             "def reserved():\n    return torch.cuda.memory_reserved()\n\n"
             "def room(free):\n    return free + reserved()  # expect\n"
         ),
+        # A stale `memory_allocated` errs small: subtracting it widens the room left.
+        Invalid(
+            "import functools\nimport torch\n\n@functools.cache\n"
+            "def used():\n    return torch.cuda.memory_allocated()\n\n"
+            "def room(cap):\n    return cap - used()  # expect\n"
+        ),
         # A consumer declared smaller-is-risky flips the verdict of a subtracted cached term.
         Invalid(
             "import functools\nimport torch\n\n@functools.cache\n"
@@ -105,10 +116,14 @@ class StaleWideningTerm(Rule):
         for row in report.unsafe_cached:
             cache = row.cache
             assert cache is not None
+            effect = "narrows a smaller-is-risky consumer" if row.smaller_is_risky else "widens it"
+            errs = {
+                "large": "a stale reading errs large, which",
+                "small": "a stale reading errs small, which",
+            }.get(row.stale_error, "a stale reading errs either way; one way")
             message = (
                 f"cached {row.term} ({cache.kind} at {cache.where}) is {row.operation} in "
-                f"{row.function}: a stale, too-large value "
-                f"{'narrows a smaller-is-risky consumer' if row.smaller_is_risky else 'widens it'}"
+                f"{row.function}: {errs} {effect}"
             )
             yield Finding(
                 path=row.path,

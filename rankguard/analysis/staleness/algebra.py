@@ -224,6 +224,8 @@ def keep(
     source standing for the kept expression, with sign +1 (caching `cache - trapped` and adding
     it is an added, stale value even though `trapped` alone is subtracted).
     """
+    # The kept value read back into its own refresh (`self.v = self.v or f()`) is itself.
+    val = val.map_flows(lambda k, f: [] if k[0] == src or k[0].name == src.name else [(k, f)])
     flat = val.flat()
     sources = {key[0] for key in flat.flows}
     if not sources:
