@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from rankguard import __version__, commands
+from rankguard.core import progress
 from rankguard.core.errors import InputError, internal_error
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -73,7 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.run(args))
+        with progress.reporting(sys.stderr):
+            return int(args.run(args))
     except InputError as exc:
         print(f"rankguard: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -3,6 +3,10 @@
 Writes are atomic (a temporary file renamed into place), so runs sharing a cache never see half
 an entry; a read that fails for any reason (missing, truncated, from another version) is a
 miss, and an unwritable cache only costs speed.
+
+`COUNTS` tallies hits, misses and writes for the whole process (and the callers' units of work
+redone, such as modules resolved): how tests see what a run took from the cache and what it
+had to compute, without timing anything.
 """
 
 from __future__ import annotations
@@ -10,13 +14,17 @@ from __future__ import annotations
 import os
 import pickle
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
 
+COUNTS: Counter[str] = Counter()
+
 
 def write_atomic(path: Path, payload: bytes) -> None:
+    COUNTS["write"] += 1
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
@@ -44,5 +52,7 @@ def load(path: Path | None, kind: type[T]) -> T | None:
         with path.open("rb") as handle:
             value = pickle.load(handle)
     except Exception:  # a miss, whatever the reason
-        return None
-    return value if isinstance(value, kind) else None
+        value = None
+    found = isinstance(value, kind)
+    COUNTS["hit" if found else "miss"] += 1
+    return value if found else None

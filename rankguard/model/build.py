@@ -12,8 +12,12 @@ from rankguard.model.resolve import Resolver
 from rankguard.summary.ir import CallSite, FileSummary, walk_calls
 
 # What resolution learned, keyed so it can be cached beside the summaries and re-applied:
-# class links, each function's call targets in `walk_calls` order, callbacks, unresolved calls.
+# class links, each function's call targets in `walk_calls` order, callbacks, unresolved calls,
+# and (under "modules") each module's own part before the whole-program passes.
 Resolution = dict[str, object]
+# One module's part: {"calls": {qualname: targets per call}, "callbacks": {qualname: [...]}},
+# a function of the module's content and of the other modules' interfaces only.
+ModulePart = dict[str, dict[str, list]]
 
 
 def build_program(
@@ -21,9 +25,12 @@ def build_program(
     summaries: dict[str, FileSummary],
     errors: list[ErrorRecord],
     resolution: Resolution | None = None,
+    reuse: dict[str, ModulePart] | None = None,
 ) -> tuple[Program, Resolution]:
     """The program, resolved afresh or (when `resolution` is given) from a cached resolution
-    of exactly these summaries."""
+    of exactly these summaries. `reuse` holds module parts known to be valid (the module's
+    content and every other module's interface are those they were computed under): their
+    functions are not resolved again; the whole-program passes always run."""
     modules: dict[str, ModuleRecord] = {}
     duplicate: list[ErrorRecord] = []
     for src in sorted(tree.files, key=lambda f: (f.path.endswith(".pyi"), f.path)):
@@ -72,12 +79,13 @@ def build_program(
     resolver = Resolver(program)
     program._resolver = resolver
     _link_classes(program, resolver)
-    _resolve_calls(program, resolver)
-    return program, _record(program)
+    parts = _resolve_calls(program, resolver, reuse or {})
+    return program, _record(program, parts)
 
 
-def _record(program: Program) -> Resolution:
+def _record(program: Program, parts: dict[str, ModulePart]) -> Resolution:
     return {
+        "modules": parts,
         "classes": {q: (c.bases, c.external_bases) for q, c in program.classes.items()},
         "subclasses": program.subclasses,
         "calls": {
@@ -130,20 +138,38 @@ def _link_classes(program: Program, resolver: Resolver) -> None:
     program.subclasses = dict(subclasses)
 
 
-def _resolve_calls(program: Program, resolver: Resolver) -> None:
+def _resolve_calls(
+    program: Program, resolver: Resolver, reuse: dict[str, ModulePart]
+) -> dict[str, ModulePart]:
+    """Resolve every function (or take its module's reusable part); returns each module's
+    part as it stands before the whole-program pass through parameters."""
+    parts: dict[str, ModulePart] = {}
     for qual in sorted(program.functions):
         record = program.functions[qual]
-        resolved: list[Resolved] = []
-        for call in walk_calls(record.info.body):
-            targets = tuple(resolver.call_targets(record, call))
-            resolved.append(Resolved(call, targets))
+        part = parts.setdefault(record.module, {"calls": {}, "callbacks": {}})
+        kept = reuse.get(record.module)
+        if kept is not None:
+            found = kept["calls"][qual]
+            resolved = [
+                Resolved(call, tuple(Target(*t) for t in targets))
+                for call, targets in zip(walk_calls(record.info.body), found, strict=True)
+            ]
+            callbacks = kept["callbacks"].get(qual, [])
+        else:
+            resolved = [
+                Resolved(call, tuple(resolver.call_targets(record, call)))
+                for call in walk_calls(record.info.body)
+            ]
+            refs: dict[tuple[str, int], None] = {}
+            for segs, line in record.info.value_refs:
+                for name in resolver.value_ref_targets(record, segs):
+                    refs.setdefault((name, line), None)
+            callbacks = list(refs)
         program.calls[qual] = resolved
-        callbacks: dict[tuple[str, int], None] = {}
-        for segs, line in record.info.value_refs:
-            for name in resolver.value_ref_targets(record, segs):
-                callbacks.setdefault((name, line), None)
+        part["calls"][qual] = [tuple(tuple(t) for t in r.targets) for r in resolved]
         if callbacks:
-            program.callbacks[qual] = list(callbacks)
+            program.callbacks[qual] = callbacks
+            part["callbacks"][qual] = callbacks
     _through_parameters(program, resolver)
     program.unresolved = [
         (qual, r.call.text, program.functions[qual].path, r.call.line)
@@ -151,6 +177,7 @@ def _resolve_calls(program: Program, resolver: Resolver) -> None:
         for r in program.calls[qual]
         if not r.targets
     ]
+    return parts
 
 
 def _through_parameters(program: Program, resolver: Resolver) -> None:

@@ -1,9 +1,11 @@
-"""From a PATH or a revision to a `Program`, through two caches.
+"""From a PATH or a revision to a `Program`, through three caches.
 
 The build phase is cached apart from the checks (import-linter's shape): per-file summaries by
-content, and the whole program's resolution by the exact set of (path, module, blob) it was
-computed from. An unchanged tree therefore pays only for reading files and loading summaries;
-a changed file pays for its own parse and one resolution pass.
+content; the whole program's resolution by the exact set of (path, module, blob) it was
+computed from; and each module's own resolution by its content and the *interfaces* of all
+modules (`summary.interface`). An unchanged tree pays only for reading files and loading
+summaries; a body edit that changes no interface re-resolves the edited module alone (plus the
+cheap whole-program passes); an interface change re-resolves everything.
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from pathlib import Path
 
 from rankguard.adapters import store
 from rankguard.adapters.sources import SourceTree, read_directory
+from rankguard.core import progress
 from rankguard.core.config import Config
 from rankguard.core.errors import ErrorRecord
-from rankguard.model.build import build_program
+from rankguard.model.build import ModulePart, build_program
 from rankguard.model.program import Program
+from rankguard.summary.interface import interface_of
 from rankguard.summary.ir import FileSummary
 from rankguard.summary.parse import SummaryCache, default_cache_dir, parse_all
 
@@ -50,10 +54,39 @@ def program_key(tree: SourceTree, cache: SummaryCache) -> str:
     return digest.hexdigest()
 
 
-def _resolution_path(cache: SummaryCache, key: str) -> Path | None:
+def _resolution_path(cache: SummaryCache, key: str, kind: str = "programs") -> Path | None:
     if cache.directory is None:
         return None
-    return cache.directory / "programs" / f"{key}.pickle"
+    return cache.directory / kind / f"{key}.pickle"
+
+
+def interface_key(tree: SourceTree, summaries: dict[str, FileSummary], cache: SummaryCache) -> str:
+    """Identity of what every module's resolution may read of the others: the (path, module,
+    interface) set under the cache's salt. Body edits that change no interface keep it."""
+    digest = hashlib.sha256(cache.salt.encode())
+    for src in sorted(tree.files, key=lambda f: f.path):
+        summary = summaries.get(src.path)
+        face = interface_of(summary) if summary is not None else "-"
+        digest.update(f"{src.path}\0{src.module}\0{face}\n".encode())
+    return digest.hexdigest()
+
+
+def _reusable(tree: SourceTree, packed: dict | None) -> dict[str, ModulePart]:
+    """The module parts of a resolution made under the same interfaces whose module content
+    is unchanged (blob ids match)."""
+    if not packed:
+        return {}
+    blobs, parts = packed["blobs"], packed["modules"]
+    now = _module_blobs(tree)
+    return {m: parts[m] for m, b in now.items() if m in parts and blobs.get(m) == b}
+
+
+def _module_blobs(tree: SourceTree) -> dict[str, tuple[str, ...]]:
+    """Every file's blob by module name (a stub and its module share one)."""
+    found: dict[str, list[str]] = {}
+    for src in tree.files:
+        found.setdefault(src.module, []).append(src.blob)
+    return {module: tuple(sorted(blobs)) for module, blobs in found.items()}
 
 
 def load_program(tree: SourceTree, config: Config, cache: SummaryCache | None = None) -> Program:
@@ -72,15 +105,26 @@ def program_from_summaries(
     """The program over summaries a caller already holds (one parse serves both), with its
     resolution from the cache when this exact file set was resolved before."""
     with paused_gc():
+        progress.current().phase("resolve", len(summaries), "modules")
         where = _resolution_path(cache, program_key(tree, cache))
         cached = store.load(where, dict)
+        errors = [*tree.errors, *errors]
+        if cached is not None:
+            try:
+                return build_program(tree, summaries, errors, cached)[0]
+            except (KeyError, ValueError):  # a resolution that does not fit: rebuild it
+                pass
+        by_interface = _resolution_path(cache, interface_key(tree, summaries, cache), "modules")
+        reuse = _reusable(tree, store.load(by_interface, dict)) if by_interface else {}
         try:
-            program, resolution = build_program(tree, summaries, [*tree.errors, *errors], cached)
-        except (KeyError, ValueError):  # a resolution that does not fit: rebuild it
-            cached = None
-            program, resolution = build_program(tree, summaries, [*tree.errors, *errors])
-        if cached is None:
-            store.store(where, resolution)
+            program, resolution = build_program(tree, summaries, errors, reuse=reuse)
+        except (KeyError, ValueError):  # a part that does not fit: resolve everything
+            reuse = {}
+            program, resolution = build_program(tree, summaries, errors)
+        store.COUNTS["modules resolved"] += len(program.modules) - len(reuse)
+        store.store(where, resolution)
+        packed = {"blobs": _module_blobs(tree), "modules": resolution["modules"]}
+        store.store(by_interface, packed)
     return program
 
 

@@ -104,28 +104,34 @@ def run_check(
     for target in targets:
         tree = read_directory(target.root, config.exclude)
         options.warn(tree.warnings)  # at once: an error in this root must not hide them
-        program = load_program(tree, config, cache)
         base = target.root if target.root.is_dir() else target.root.parent
-        context = RuleContext(
-            program,
-            config,
-            {"include_round_tail": options.include_round_tail},
-            read_source=lambda rel, root=base: (root / rel).read_text("utf-8"),
-        )
-        origin = config.source.as_posix() if config.source else target.root.as_posix()
-        found = require_rounds(program, config.rounds, lambda c=context: c.discovery, origin)
-        if found is not None:
-            run.discoveries.append(found)
         switches = f"round-tail={options.include_round_tail}"
         where = results_path(tree, cache, config, chosen, switches)
+        # Results cached for this exact file set (and config) answer without loading the
+        # program: the rounds discovered then, and the program's file errors, travel with them.
         cached = load_results(where)
+        program = None
+        if cached is None or options.report_unused_ignores:
+            program = load_program(tree, config, cache)
         if cached is not None:
-            part = cached.check
+            part, program_errors, found = cached.check, cached.errors, cached.discovery
         else:
+            assert program is not None
+            context = RuleContext(
+                program,
+                config,
+                {"include_round_tail": options.include_round_tail},
+                read_source=lambda rel, root=base: (root / rel).read_text("utf-8"),
+            )
+            origin = config.source.as_posix() if config.source else target.root.as_posix()
+            found = require_rounds(program, config.rounds, lambda c=context: c.discovery, origin)
             part = run_rules(program, config, chosen, context=context)
+            program_errors = program.errors
             if not part.failures:  # a rule that raised is retried next run, not remembered
-                store_results(where, Results(part, None))
-        if options.report_unused_ignores:
+                store_results(where, Results(part, None, program_errors, found))
+        if found is not None:
+            run.discoveries.append(found)
+        if program is not None and options.report_unused_ignores:
             ran = [rule.name for rule in chosen]
             part.findings = sorted([*part.findings, *unused_ignores(program, part, ran, known)])
         prefix = "" if len(targets) == 1 else base.as_posix().rstrip("/") + "/"
@@ -139,7 +145,7 @@ def run_check(
         ]
         run.errors += [
             ErrorRecord(prefix + e.path, e.message)
-            for e in target.restrict(program.errors, key=lambda e: {e.path})
+            for e in target.restrict(program_errors, key=lambda e: {e.path})
         ]
         run.errors += [ErrorRecord(prefix + e.path, e.message) for e in part.failures]
     run.result.findings.sort()

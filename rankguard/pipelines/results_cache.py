@@ -4,7 +4,8 @@ depend on.
 Results are a pure function of the exact file set (the program key the resolution cache
 already uses), the configuration, the chosen rules, the run's options and the code that
 computes them. With that key, `rankguard check` on an unchanged tree and a report whose base was
-analysed before pay only for loading.
+analysed before pay only for loading; the program's file errors travel with the findings, so a
+check answered from here loads no summary and no resolution at all.
 
 The code part of the key hashes every file of the rankguard package and the source file of
 every chosen rule (plugins included), so editing an analysis invalidates its cached results.
@@ -15,14 +16,16 @@ from __future__ import annotations
 import hashlib
 import inspect
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from rankguard.adapters import store
 from rankguard.adapters.sources import SourceTree
+from rankguard.analysis.discovery import Discovery
 from rankguard.core.config import Config
+from rankguard.core.errors import ErrorRecord
 from rankguard.model.load import program_key
 from rankguard.rules.base import Rule
 from rankguard.rules.engine import CheckResult
@@ -35,6 +38,8 @@ PACKAGE = Path(__file__).resolve().parents[1]
 class Results:
     check: CheckResult
     staleness: list[dict[str, Any]] | None
+    errors: list[ErrorRecord] = field(default_factory=list)  # the program's, as `check` shows
+    discovery: Discovery | None = None  # the rounds discovered (none configured), to announce
 
 
 @cache

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from rankguard.analysis.blocking import Pair
+from rankguard.core import progress
 from rankguard.core.chains import chain_json, chain_key
 from rankguard.core.findings import Finding, fingerprint
 from rankguard.rules.base import Example, Invalid, Rule, RuleContext, Valid
@@ -161,7 +162,9 @@ class BlockingBeforeCollective(Rule):
     def check(self, context: RuleContext) -> Iterable[Finding]:
         analysis = context.blocking
         include_tail = bool(context.options.get("include_round_tail"))
-        for rnd in context.rounds:
+        rounds = list(context.rounds)
+        for number, rnd in enumerate(rounds, 1):
+            progress.current().advance(0, note=f"{self.name}: round {number}/{len(rounds)}")
             regions = analysis.regions(rnd, include_tail)
             grouped: dict[tuple[str, int, int, str], list[Pair]] = {}
             for pair in regions.pairs:

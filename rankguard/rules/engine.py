@@ -10,6 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
+from rankguard.core import progress
 from rankguard.core.config import Config
 from rankguard.core.errors import ErrorRecord, internal_error
 from rankguard.core.findings import Finding, fingerprint
@@ -109,12 +110,16 @@ def run_rules(
     context = context or RuleContext(program, config, dict(options or {}), read_source)
     found: list[Finding] = []
     result = CheckResult()
+    bar = progress.current()
+    bar.phase("rules", len(rules), "rules")
     for rule_class in rules:
+        bar.advance(0, note=rule_class.name)
         try:
             # All or nothing: a rule that fails half-way contributes no partial findings.
             found.extend(list(rule_class().check(context)))
         except Exception as exc:  # a rule's bug must not hide the other rules' findings
             result.failures.append(internal_error(f"rule '{rule_class.name}'", exc))
+        bar.advance()
     by_path = {m.path: m.summary for m in program.modules.values()}
     names = alias_table(rules)
     for finding in unique_fingerprints(found):

@@ -23,8 +23,10 @@ from rankguard import __version__
 from rankguard.adapters import store
 from rankguard.adapters.sources import SourceFile
 from rankguard.adapters.store import write_atomic
+from rankguard.core import progress
 from rankguard.core.errors import ErrorRecord
 from rankguard.summary.extract import summarize
+from rankguard.summary.interface import interface_of
 from rankguard.summary.ir import FileSummary
 
 
@@ -99,13 +101,20 @@ def parse_bytes(data: bytes) -> Parsed:
     except ValueError as exc:
         return Parsed(None, f"cannot parse: {exc}")
     try:
-        return Parsed(summarize(source, tree))
+        summary = summarize(source, tree)
+        interface_of(summary)  # computed by the worker, kept with the summary
+        return Parsed(summary)
     except RecursionError:
         return Parsed(None, "too deeply nested to summarise")
 
 
 class SummaryCache:
-    """Content-addressed store of `Parsed` results; `None` directory disables it."""
+    """Content-addressed store of `Parsed` results; `None` directory disables the disk.
+
+    An in-memory layer keeps every result this cache has handed out by blob id, so the trees
+    of one run (a report's base and head) share one summary object per identical file instead
+    of a copy per side, whether or not the disk cache is on.
+    """
 
     def __init__(self, directory: Path | None) -> None:
         self.directory = directory
@@ -114,19 +123,27 @@ class SummaryCache:
         self.salt = f"{__version__}-{CODE_VERSION}"
         self.hits = 0
         self.misses = 0
+        self.memory: dict[str, Parsed] = {}
 
     def _path(self, blob: str) -> Path:
         assert self.directory is not None
         return self.directory / "summaries" / self.salt / blob[:2] / f"{blob}.pickle"
 
     def get(self, blob: str) -> Parsed | None:
-        if self.directory is None:
-            return None
-        return store.load(self._path(blob), Parsed)
+        found = self.memory.get(blob)
+        if found is None and self.directory is not None:
+            found = store.load(self._path(blob), Parsed)
+            if found is not None:
+                self.memory[blob] = found
+        return found
 
-    def put(self, blob: str, payload: bytes) -> None:
+    def put(self, blob: str, payload: bytes) -> Parsed:
+        """Keep a freshly parsed result (pickled by the worker that parsed it)."""
         if self.directory is not None:
             write_atomic(self._path(blob), payload)
+        parsed: Parsed = pickle.loads(payload)
+        self.memory[blob] = parsed
+        return parsed
 
 
 def _parse_to_bytes(data: bytes) -> bytes:
@@ -138,6 +155,8 @@ def parse_all(
 ) -> tuple[dict[str, FileSummary], list[ErrorRecord]]:
     """Summaries by path, and an error record for every file that has none."""
     files = list(files)
+    bar = progress.current()
+    bar.phase("parse", len(files), "files")
     results: dict[str, Parsed] = {}
     missing: list[SourceFile] = []
     for src in files:
@@ -146,6 +165,7 @@ def parse_all(
             missing.append(src)
         else:
             results[src.path] = cached
+            bar.advance()
     cache.hits += len(files) - len(missing)
     cache.misses += len(missing)
     jobs = jobs or os.cpu_count() or 1
@@ -155,13 +175,13 @@ def parse_all(
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             payloads = pool.map(_parse_to_bytes, (s.data for s in missing), chunksize=8)
             for src, payload in zip(missing, payloads, strict=True):
-                cache.put(src.blob, payload)
-                results[src.path] = pickle.loads(payload)
+                results[src.path] = cache.put(src.blob, payload)
+                bar.advance()
     else:
         for src in missing:
             payload = _parse_to_bytes(src.data)
-            cache.put(src.blob, payload)
-            results[src.path] = pickle.loads(payload)
+            results[src.path] = cache.put(src.blob, payload)
+            bar.advance()
     summaries = {path: r.summary for path, r in results.items() if r.summary is not None}
     errors = [ErrorRecord(path, r.error) for path, r in results.items() if r.error]
     return summaries, sorted(errors)

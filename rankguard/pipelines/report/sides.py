@@ -84,7 +84,7 @@ def load_side(
     if results is None or (staleness_source is not None and results.staleness is None):
         check = run_rules(program, config, rules, context=context)
         rows = staleness_source(context) if staleness_source is not None else None
-        results = Results(check, rows)
+        results = Results(check, rows, program.errors)
         if not check.failures:  # a rule that raised is retried next run, not remembered
             store_results(where, results)
     rows = results.staleness if staleness_source is not None else None

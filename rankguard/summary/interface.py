@@ -1,0 +1,84 @@
+"""A file's *interface*: what resolving any other module may read of it, as one digest.
+
+Name and call resolution (`model.resolve`) reads other modules through their names, imports,
+classes (bases, decorators, attributes, method tables), function signatures, module-level
+statements, and, for the few functions whose bodies shape what others see, their bindings:
+a function without a return annotation that returns a call's result (return inference), a
+method assigning `self.attr` (attribute types), a function rebinding a `global`. Everything
+else in a body (calls, branches, line numbers) only matters to the module's own resolution.
+
+So a body edit that leaves this digest unchanged cannot change how any *other* module
+resolves, and their cached resolutions stay valid: the key of per-module resolution reuse.
+The digest errs on the side of including too much (a binding-bearing function contributes
+all its bindings, and those of the functions enclosing it): a wider digest only costs reuse.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from rankguard.summary.ir import FileSummary, FunctionInfo, Stmt, walk_statements
+
+
+def _binds(stmt: Stmt) -> bool:
+    return stmt.kind == "assign" or (stmt.kind in ("loop", "with") and bool(stmt.targets))
+
+
+def _shapes_others(fn: FunctionInfo) -> bool:
+    """Whether resolving another function may read `fn`'s body."""
+    if not fn.qualname or fn.global_names:
+        return True
+    me = fn.params[0].name if fn.params and fn.cls else None
+    for stmt in walk_statements(fn.body):
+        if stmt.kind == "return" and not fn.returns and stmt.value[:1] == ("call",):
+            return True
+        if me and stmt.kind == "assign" and any(len(t) > 1 and t[0] == me for t in stmt.targets):
+            return True
+    return False
+
+
+def _bindings(fn: FunctionInfo) -> list[tuple[object, ...]]:
+    """Line-free: each binding or return statement with what it reads and binds."""
+    return [
+        (stmt.kind, stmt.targets, stmt.reads, stmt.value)
+        for stmt in walk_statements(fn.body)
+        if _binds(stmt) or stmt.kind == "return"
+    ]
+
+
+def _module_body(fn: FunctionInfo) -> list[tuple[object, ...]]:
+    """Module-level statements, whole but for lines and columns."""
+    return [
+        (stmt.kind, stmt.targets, stmt.reads, stmt.value, stmt.text,
+         tuple((c.target, c.args, c.kwargs, c.deferred) for c in stmt.calls))
+        for stmt in walk_statements(fn.body)
+    ]  # fmt: skip
+
+
+def interface_of(summary: FileSummary) -> str:
+    """The digest, computed once per summary (at parse time, so it is cached with it)."""
+    found = summary.facts.get("interface")
+    if not isinstance(found, str):
+        found = summary.facts["interface"] = interface_digest(summary)
+    return found
+
+
+def interface_digest(summary: FileSummary) -> str:
+    parts: list[object] = [summary.all_names]
+    parts += [(i.scope, i.bound, i.module, i.level, i.attr) for i in summary.imports]
+    parts += [
+        (c.qualname, c.name, c.bases, c.decorators, c.attributes, c.tables) for c in summary.classes
+    ]
+    bearing = {fn.qualname for fn in summary.functions if _shapes_others(fn)}
+    # A nested function evaluates through the locals of the functions enclosing it.
+    enclosing = {q.rsplit(".", i)[0] for q in bearing for i in range(1, q.count(".") + 1)}
+    for fn in summary.functions:
+        params = tuple((p.name, p.annotation, getattr(p, "items", None)) for p in fn.params)
+        parts.append(
+            (fn.qualname, fn.name, fn.cls, params, fn.returns, fn.decorators, fn.global_names)
+        )
+        if not fn.qualname:
+            parts.append(_module_body(fn))
+        elif fn.qualname in bearing or fn.qualname in enclosing:
+            parts.append(_bindings(fn))
+    return hashlib.sha1(repr(parts).encode()).hexdigest()

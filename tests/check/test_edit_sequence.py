@@ -1,0 +1,128 @@
+"""Warm runs equal cold runs through a sequence of edits: body edits that shift lines, a new
+blocking call, renamed and deleted functions, new, renamed and deleted modules, a renamed
+method across modules, body edits that change what other modules see (an attribute's type,
+an inferred return). After every step `check` and `graph` with the cache (kept from the
+step before) answer exactly as with `--no-cache`."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+from rankguard.adapters import store
+from rankguard.cli import main
+from tests.conftest import EXAMPLE
+
+SCHED = "toysched/managers/scheduler.py"
+RADIX = "toysched/mem_cache/radix_cache.py"
+EXTRA = "toysched/managers/extra.py"
+COMM = "toysched/distributed/comm.py"
+IMPORT_PAUSE = "from toysched.managers.extra import pause\n"
+
+
+def _replace(root: Path, rel: str, old: str, new: str, regex: bool = False) -> None:
+    path = root / rel
+    text = path.read_text()
+    edited = re.sub(old, new, text, flags=re.S) if regex else text.replace(old, new)
+    assert edited != text, f"{rel}: step did not apply: {old!r}"
+    path.write_text(edited)
+
+
+def _move(root: Path, old: str, new: str) -> None:
+    (root / old).rename(root / new)
+
+
+STEPS = {
+    "body edit shifting lines": lambda r: _replace(
+        r, SCHED, "        batch = None\n", "        batch = None\n        batch = None\n"
+    ),
+    "new blocking call in a reached function": lambda r: _replace(
+        r,
+        SCHED,
+        "            gc.collect()\n",
+        "            gc.collect()\n        time.sleep(0.5)\n",
+    ),
+    "rename a function": lambda r: _replace(
+        r, SCHED, "_maybe_collect_garbage", "_collect_garbage_maybe"
+    ),
+    "delete a function": lambda r: (
+        _replace(r, SCHED, r"    def _poll_profile_trigger\(self\).*?(?=\n    def |\Z)", "", True),
+        _replace(r, SCHED, "            self._poll_profile_trigger()\n", ""),
+    ),
+    "new module": lambda r: (
+        (r / EXTRA).write_text("import time\n\n\ndef pause():\n    time.sleep(1)\n"),
+        _replace(
+            r, SCHED, "import zmq\n", "import zmq\n\nfrom toysched.managers.extra import pause\n"
+        ),
+        _replace(r, SCHED, "        batch = None\n", "        batch = None\n        pause()\n"),
+    ),
+    "rename a module": lambda r: (
+        _move(r, "toysched/utils/logs.py", "toysched/utils/logging_setup.py"),
+        _replace(r, SCHED, "toysched.utils.logs ", "toysched.utils.logging_setup "),
+    ),
+    "rename a method across modules": lambda r: (
+        _replace(r, RADIX, "def evict(", "def evict_tokens("),
+        _replace(r, SCHED, "self.tree_cache.evict(", "self.tree_cache.evict_tokens("),
+    ),
+    # Body edits whose effect is in *other* modules (the mixin reads `self.pp_group`, the
+    # scheduler calls through what `get_tp_group()` returns): no signature changes.
+    "an attribute's type changes in a method body": lambda r: _replace(
+        r, SCHED, "self.pp_group = get_pp_group()", "self.pp_group = RadixCache(0, 0, None)"
+    ),
+    "a function loses its return annotation": lambda r: (
+        _replace(r, COMM, "def get_tp_group() -> GroupCoordinator:", "def get_tp_group():"),
+        _replace(r, COMM, "    return _TP_GROUP\n", "    return GroupCoordinator()\n"),
+    ),
+    "its inferred return changes in its body": lambda r: _replace(
+        r, COMM, "    return GroupCoordinator()\n", "    return RuntimeError()\n"
+    ),
+    "delete a module": lambda r: (
+        (r / EXTRA).unlink(),
+        _replace(r, SCHED, "\n" + IMPORT_PAUSE, ""),
+        _replace(r, SCHED, "        pause()\n", ""),
+    ),
+}
+
+
+def test_warm_equals_no_cache_after_every_edit(capsys, tmp_path: Path):
+    root = shutil.copytree(EXAMPLE, tmp_path / "toysched")
+    cache = str(tmp_path / "cache")
+
+    def run(*argv: str) -> tuple[int, str]:
+        code = main([*argv, "--format", "json"])
+        return code, capsys.readouterr().out
+
+    def both(step: str) -> str:
+        for command in ("check", "graph"):
+            warm = run(command, str(root), "--cache-dir", cache)
+            cold = run(command, str(root), "--no-cache")
+            assert warm == cold, f"{command} after: {step}"
+        return warm[1]
+
+    outputs = [both("nothing")]
+    for step, apply in STEPS.items():
+        apply(root)
+        outputs.append(both(step))
+    # The sequence is not vacuous: the findings change along the way.
+    assert len(set(outputs)) > 3
+
+
+def test_a_body_edit_re_resolves_only_its_module(capsys, tmp_path: Path):
+    """Per-module resolution: an edit that changes no interface resolves one module again;
+    one that changes an interface (a renamed method) resolves everything."""
+    root = shutil.copytree(EXAMPLE, tmp_path / "toysched")
+    argv = ["graph", str(root), "--format", "json", "--cache-dir", str(tmp_path / "cache")]
+
+    def resolved_after(step: str) -> int:
+        STEPS[step](root)
+        store.COUNTS.clear()
+        main(argv)
+        capsys.readouterr()
+        return store.COUNTS["modules resolved"]
+
+    main(argv)
+    modules = len(list((root / "toysched").rglob("*.py")))
+    assert resolved_after("body edit shifting lines") == 1
+    assert resolved_after("new blocking call in a reached function") == 1
+    assert resolved_after("rename a method across modules") == modules
