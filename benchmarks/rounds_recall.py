@@ -34,12 +34,12 @@ def main() -> int:
     args = parser.parse_args()
     config = load(args.config, args.tree)
     tree = read_directory(args.tree, config.exclude)
-    program = load_program(tree, config, make_cache(config, args.cache_dir))
+    program = load_program(tree, config, make_cache(args.cache_dir))
     rounds = find_rounds(program, config.rounds, collective_catalog(config.collectives))
     for rnd in rounds:
         rows = [c.to_json() for c in rnd.collectives]
-        events = {tuple((h["path"], h["line"]) for h in r["chain"]) for r in rows}
-        primitives = {(r["path"], r["line"]) for r in rows}
+        events = {(r["event"]["path"], r["event"]["line"], r["event"]["callee"]) for r in rows}
+        primitives = {(p["path"], p["line"]) for r in rows for p in r["primitives"]}
         print(
             f"{rnd.function.qualname}: {len(rows)} rows, {len(events)} events, "
             f"{len(primitives)} primitive sites"

@@ -100,7 +100,7 @@ class Pair:
     blocking: BlockingCall
     site: CollectiveSite
     chain: tuple[Hop, ...]
-    tail: bool = False  # only with --include-round-tail: the previous round's tail
+    tail: bool = False  # the previous round's tail: work after its last collective
 
     @property
     def key(self) -> tuple[Key, CollectiveSite]:

@@ -27,17 +27,22 @@ class CollectiveCatalog:
 
 
 @cache
-def _shipped() -> tuple[frozenset[str], frozenset[str]]:
+def _shipped() -> tuple[frozenset[str], frozenset[str], tuple[str, ...]]:
+    """Names: each group's modules x its names (the top level is the first group); patterns:
+    methods of library objects (`*DTensor*.redistribute`), matched like config patterns."""
     data = load_catalog("collectives")
-    mods = data["modules"]
-    coll = frozenset(f"{m}.{n}" for m in mods for n in data["collective"])
-    p2p = frozenset(f"{m}.{n}" for m in mods for n in data["point-to-point"])
-    return coll, p2p
+    coll: set[str] = set()
+    p2p: set[str] = set()
+    for group in [data, *data.get("group", [])]:
+        mods = group["modules"]
+        coll.update(f"{m}.{n}" for m in mods for n in group.get("collective", ()))
+        p2p.update(f"{m}.{n}" for m in mods for n in group.get("point-to-point", ()))
+    return frozenset(coll), frozenset(p2p), tuple(data.get("patterns", ()))
 
 
 def collective_catalog(extra_patterns: tuple[str, ...] = ()) -> CollectiveCatalog:
-    coll, p2p = _shipped()
-    return CollectiveCatalog(coll, p2p, tuple(extra_patterns))
+    coll, p2p, patterns = _shipped()
+    return CollectiveCatalog(coll, p2p, (*patterns, *extra_patterns))
 
 
 # -- what blocks --------------------------------------------------------------------------------

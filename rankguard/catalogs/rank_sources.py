@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from rankguard.catalogs.driver_terms import term_catalog
 from rankguard.catalogs.loader import load_catalog
 from rankguard.core.errors import InputError
 
@@ -237,25 +238,15 @@ def parse_rank_sources(data: dict) -> RankSourceCatalog:
 
 
 @cache
-def rank_source_catalog() -> RankSourceCatalog:
-    """The shipped catalog plus the shared driver terms (`driver_terms.toml`)."""
-    catalog = parse_rank_sources(load_catalog("rank_sources"))
-    terms = load_catalog("driver_terms")["term"]
-    return catalog.with_driver_terms(
-        [p for term in terms for p in (*term.get("match", []), term.get("name", "")) if p]
+def _shipped() -> RankSourceCatalog:
+    return parse_rank_sources(load_catalog("rank_sources")).with_driver_terms(
+        term_catalog().patterns()
     )
 
 
-def configured_driver_patterns(configured: Iterable[Any]) -> list[str]:
-    """Config `driver-terms` entries (a pattern, or a table with `match`/`name`) as patterns."""
-    patterns: list[str] = []
-    for entry in configured:
-        if isinstance(entry, str):
-            patterns.append(entry)
-        elif isinstance(entry, dict):
-            for key in ("match", "pattern", "patterns"):
-                value = entry.get(key)
-                patterns.extend([value] if isinstance(value, str) else value or [])
-            if isinstance(entry.get("name"), str):
-                patterns.append(entry["name"])
-    return patterns
+def rank_source_catalog(driver_terms: tuple[Any, ...] = ()) -> RankSourceCatalog:
+    """The shipped catalog plus every driver term, shipped and configured (one parser for
+    `driver-terms`, validated: `catalogs.driver_terms`)."""
+    if not driver_terms:
+        return _shipped()
+    return _shipped().with_driver_terms(term_catalog(tuple(driver_terms)).patterns())

@@ -48,7 +48,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--include-round-tail",
         action="store_true",
-        help="also report work after a round's last collective (it delays the next round)",
+        default=True,
+        help="report work after a round's last collective as before the next round's first "
+        "collective (the default; the switch is kept for scripts that pass it)",
+    )
+    parser.add_argument(
+        "--no-round-tail",
+        dest="include_round_tail",
+        action="store_false",
+        help="leave out work after a round's last collective",
     )
     parser.add_argument(
         "--show-suppressed",

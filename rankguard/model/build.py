@@ -6,10 +6,11 @@ from collections import defaultdict
 
 from rankguard.adapters.sources import SourceTree
 from rankguard.core.errors import ErrorRecord
+from rankguard.model.invokers import invoker, waits_on_futures
 from rankguard.model.program import Program
 from rankguard.model.records import ClassRecord, FunctionRecord, ModuleRecord, Resolved, Target
 from rankguard.model.resolve import Resolver
-from rankguard.summary.ir import CallSite, FileSummary, walk_calls
+from rankguard.summary.ir import CallSite, FileSummary, walk_calls, walk_statements
 
 # What resolution learned, keyed so it can be cached beside the summaries and re-applied:
 # class links, each function's call targets in `walk_calls` order, callbacks, unresolved calls,
@@ -171,6 +172,8 @@ def _resolve_calls(
             program.callbacks[qual] = callbacks
             part["callbacks"][qual] = callbacks
     _through_parameters(program, resolver)
+    _through_invokers(program, resolver)
+    _implicit_dunders(program, resolver)
     program.unresolved = [
         (qual, r.call.text, program.functions[qual].path, r.call.line)
         for qual in sorted(program.calls)
@@ -182,33 +185,128 @@ def _resolve_calls(
 
 def _through_parameters(program: Program, resolver: Resolver) -> None:
     """`def run(fn): fn()` called as `run(self.step)`: the parameter's call reaches what the
-    callers pass (one level deep), as a call edge refined `via: argument`."""
+    callers pass (one level deep), as a call edge refined `via: argument`. A call of an
+    enclosing function's parameter (a decorator's wrapper calling `f`) reaches what that
+    function's callers pass, and the functions it decorates (`via: decorated`)."""
     callers: dict[str, list[tuple[str, CallSite]]] = defaultdict(list)
     for qual, resolved in program.calls.items():
         for call, targets in resolved:
             for target in targets:
                 if target.kind != "callback" and target.name in program.functions:
                     callers[target.name].append((qual, call))
+    decorated = resolver.decorated_by()
     for qual, resolved in program.calls.items():
-        info = program.functions[qual].info
-        names = [p.name for p in info.params]
-        bound = 1 if info.cls and names and "staticmethod" not in _decorator_names(info) else 0
         for index, (call, targets) in enumerate(resolved):
-            if targets or len(call.target) != 1 or call.target[0] not in names:
+            if targets or len(call.target) != 1:
                 continue
+            owner = _parameter_owner(program, qual, call.target[0])
+            if owner is None:
+                continue
+            info = program.functions[owner].info
+            names = [p.name for p in info.params]
+            bound = 1 if info.cls and names and "staticmethod" not in _decorator_names(info) else 0
             position = names.index(call.target[0]) - bound
             found: set[str] = set()
-            for caller, site in callers.get(qual, ()):
+            for caller, site in callers.get(owner, ()):
                 text = site.kwarg(call.target[0])
                 if text is None and 0 <= position < len(site.args):
                     text = site.args[position]
                 segs = tuple(text.split(".")) if text else ()
                 if segs and all(part.isidentifier() for part in segs):
                     found.update(resolver.value_ref_targets(program.functions[caller], segs))
+            via = "argument" if owner == qual else "closure"
+            targets = tuple(Target(name, "call", via) for name in sorted(found))
+            if position == 0 and owner in decorated:
+                targets += tuple(Target(name, "call", "decorated") for name in decorated[owner])
+            if targets:
+                resolved[index] = Resolved(call, targets)
+
+
+def _parameter_owner(program: Program, qual: str, name: str) -> str | None:
+    """The function (`qual` or one enclosing it) whose parameter `name` is, if any."""
+    scope = qual
+    while True:
+        record = program.functions.get(scope)
+        if record is not None and any(p.name == name for p in record.info.params):
+            return scope
+        if ".<locals>." not in scope:
+            return None
+        scope = scope.rsplit(".<locals>.", 1)[0]
+
+
+def _through_invokers(program: Program, resolver: Resolver) -> None:
+    """`await asyncio.to_thread(f)`, `sorted(xs, key=f)`, `ex.submit(f)` then `.result()`:
+    the callable argument runs before the call's result is there (`rankguard.model.invokers`)."""
+    for qual, resolved in program.calls.items():
+        record = program.functions[qual]
+        waits: bool | None = None
+        for index, (call, targets) in enumerate(resolved):
+            found: list[Target] = []
+            for target in targets:
+                entry = invoker(target.name)
+                if entry is None or call.deferred:
+                    continue
+                if entry.via == "executor":
+                    if waits is None:
+                        waits = waits_on_futures(
+                            [t.name for r in resolved for t in r.targets],
+                            [r.call.text for r in resolved],
+                        )
+                    if not waits:
+                        continue
+                where = entry.argument
+                if isinstance(where, str):
+                    text = call.kwarg(where)
+                else:
+                    text = call.args[where] if where < len(call.args) else None
+                segs = tuple(text.split(".")) if text else ()
+                if segs and all(part.isidentifier() for part in segs):
+                    names = resolver.value_ref_targets(record, segs)
+                    found += [Target(name, "call", entry.via) for name in names]
             if found:
-                resolved[index] = Resolved(
-                    call, tuple(Target(name, "call", "argument") for name in sorted(found))
-                )
+                merged = sorted({*targets, *found}, key=lambda t: (t.name, t.kind, t.via or ""))
+                resolved[index] = Resolved(call, tuple(merged))
+
+
+# Methods Python runs without a call in the source, by where the instance is used.
+_WITH = ("__enter__", "__exit__")
+_FOR = ("__iter__", "__next__")
+
+
+def _implicit_dunders(program: Program, resolver: Resolver) -> None:
+    """`with C():` runs `__enter__`/`__exit__`, `for x in C():` runs `__iter__`/`__next__`, and
+    constructing a dataclass runs `__post_init__`: call edges `via: implicit` on the call
+    that makes the instance."""
+    for qual, resolved in program.calls.items():
+        record = program.functions[qual]
+        header: dict[int, tuple[str, ...]] = {}
+        for stmt in walk_statements(record.info.body):
+            if stmt.kind == "with" or (stmt.kind == "loop" and stmt.targets):
+                for call in stmt.calls:
+                    header[id(call)] = _WITH if stmt.kind == "with" else _FOR
+        for index, (call, targets) in enumerate(resolved):
+            wanted = header.get(id(call), ())
+            if not any(t.via == "constructor" for t in targets) and not wanted:
+                continue
+            found: list[Target] = []
+            for value in resolver.call_results(record, call.target):
+                if value.kind != "instance":
+                    continue
+                for name in (*wanted, "__post_init__"):
+                    method = _method(program, value.name, name)
+                    if method is not None:
+                        found.append(Target(method, "call", "implicit"))
+            if found:
+                merged = sorted({*targets, *found}, key=lambda t: (t.name, t.kind, t.via or ""))
+                resolved[index] = Resolved(call, tuple(merged))
+
+
+def _method(program: Program, cls: str, name: str) -> str | None:
+    for owner in program.mro(cls):
+        method = program.classes[owner].methods.get(name)
+        if method is not None:
+            return method
+    return None
 
 
 def _decorator_names(info) -> set[str]:

@@ -3,18 +3,23 @@
 Everything is lazy and memoised: a name is resolved when a call needs it, and an attribute's type
 is learned from every assignment to it in its class (`self.x = Cls(...)`, `self.x = param` with
 an annotation, `self.x = get_group()` with a return annotation) only when first asked for.
-Nothing here guesses: what cannot be told stays unresolved, and the one heuristic (a method name
-defined by exactly one class) is marked `fallback`.
+A receiver *declared* as a class (an annotation, or `self`) reaches the overrides of the classes
+it may be (`rankguard.model.hierarchy`); module namespaces live in `rankguard.model.namespaces`.
+Nothing here guesses without saying so: what cannot be told stays unresolved, and the heuristics
+(a method name defined by exactly one class; a device submodule chosen at run time) are marked
+`fallback`.
 """
 
 from __future__ import annotations
 
 import builtins
 from collections import defaultdict
-from collections.abc import Iterator
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from rankguard.model.decorators import Decorators
+from rankguard.model.hierarchy import Hierarchy
+from rankguard.model.namespaces import ModuleNamespaces, dedupe, of_kind
 from rankguard.model.records import FunctionRecord, Target
 from rankguard.model.values import BUILTIN_PREFIX, Value, external
 from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT, CallSite, Segs, Stmt, walk_statements
@@ -36,12 +41,13 @@ def _common_method_names() -> frozenset[str]:
 
 
 COMMON_METHODS = _common_method_names()
+# `torch.get_device_module()` / `getattr(torch, device_type)`: the accelerator's submodule.
+DEVICE_MODULE_GETTER = "torch.get_device_module"
+DEVICE_MODULES = tuple(
+    Value("external", f"torch.{name}", via="device") for name in ("cuda", "xpu", "npu", "mps")
+)
 _MAX_TYPES = 4
 _IN_PROGRESS = object()
-
-
-def _of_kind(body: tuple[Stmt, ...], kind: str) -> Iterator[Stmt]:
-    return (stmt for stmt in walk_statements(body) if stmt.kind == kind)
 
 
 def _iterated(stmt: Stmt) -> Segs | None:
@@ -51,7 +57,7 @@ def _iterated(stmt: Stmt) -> Segs | None:
     return None
 
 
-class Resolver:
+class Resolver(ModuleNamespaces, Decorators):
     def __init__(self, program: Program) -> None:
         self.p = program
         self._globals: dict[str, dict[str, list]] = {}
@@ -61,114 +67,9 @@ class Resolver:
         self._local_types: dict[str, dict[str, list]] = {}
         self._returns: dict[str, tuple[Value, ...] | object] = {}
         self._method_owners: dict[str, list[str]] | None = None
-
-    # -- module namespaces ----------------------------------------------------
-    def _module_globals(self, module: str) -> dict[str, list]:
-        """name -> binders: ("def", qualname) | ("class", qualname) | ("import", ImportInfo)
-        | ("assign", Stmt) | ("assign_in", (function qualname, Stmt))."""
-        cached = self._globals.get(module)
-        if cached is not None:
-            return cached
-        table: dict[str, list] = defaultdict(list)
-        record = self.p.modules[module]
-        summary = record.summary
-        for fn in summary.functions:
-            if fn.qualname and "." not in fn.qualname:
-                table[fn.name].append(("def", f"{module}.{fn.qualname}"))
-        for cls in summary.classes:
-            if "." not in cls.qualname:
-                table[cls.name].append(("class", f"{module}.{cls.qualname}"))
-        for imp in summary.imports:
-            if imp.scope == "" and imp.bound != "*":
-                table[imp.bound].append(("import", imp))
-        body = self.p.functions.get(module)
-        if body is not None:
-            for stmt in body.info.body:
-                if stmt.kind == "assign":
-                    for target in stmt.targets:
-                        if len(target) == 1:
-                            table[target[0]].append(("assign", stmt))
-        # `global cdb` then `cdb = TorchBackend(...)` inside a function binds the module name.
-        for fn in summary.functions:
-            if not fn.global_names:
-                continue
-            qual = f"{module}.{fn.qualname}"
-            for stmt in _of_kind(fn.body, "assign"):
-                for target in stmt.targets:
-                    if len(target) == 1 and target[0] in fn.global_names:
-                        table[target[0]].append(("assign_in", (qual, stmt)))
-        self._globals[module] = table
-        return table
-
-    def _star_sources(self, module: str) -> list[str]:
-        summary = self.p.modules[module].summary
-        return [
-            self._absolute(module, imp.module, imp.level)
-            for imp in summary.imports
-            if imp.bound == "*" and imp.scope == ""
-        ]
-
-    def _absolute(self, module: str, target: str, level: int) -> str:
-        if level == 0:
-            return target
-        record = self.p.modules.get(module)
-        parts = module.split(".")
-        package = parts if record is not None and record.is_package else parts[:-1]
-        if level > 1:
-            package = package[: len(package) - (level - 1)]
-        base = ".".join(package)
-        return f"{base}.{target}" if target and base else (target or base)
-
-    def module_member(self, module: str, name: str, _depth: int = 0) -> tuple[Value, ...]:
-        """What `name` means at the top level of `module` (following re-exports)."""
-        key = (module, name)
-        if key in self._module_value:
-            return self._module_value[key]
-        self._module_value[key] = ()  # cycle guard
-        found: list[Value] = []
-        binders = self._module_globals(module).get(name, [])
-        for kind, what in binders:
-            if kind == "def":
-                found.append(Value("function", what))
-            elif kind == "class":
-                found.append(Value("class", what))
-            elif kind == "import":
-                found.extend(self._import_value(module, what, _depth))
-            elif kind == "assign":
-                body = self.p.functions.get(module)
-                if body is not None:
-                    found.extend(self._assigned_value(body, what))
-            elif kind == "assign_in":
-                found.extend(self._assigned_value(self.p.functions[what[0]], what[1]))
-        if not binders:
-            sub = f"{module}.{name}"
-            if sub in self.p.modules:
-                found.append(Value("module", sub))
-            elif _depth < 8:
-                for source in self._star_sources(module):
-                    if source in self.p.modules:
-                        found.extend(self.module_member(source, name, _depth + 1))
-                    if found:
-                        break
-        result = _dedupe(found)
-        self._module_value[key] = result
-        return result
-
-    def _import_value(self, module: str, imp, depth: int) -> list[Value]:
-        base = self._absolute(module, imp.module, imp.level)
-        if imp.attr is None:
-            # `import a.b.c` binds `a`; `import a.b as x` binds `a.b`.
-            name = base if imp.bound != base.split(".")[0] else base.split(".")[0]
-            return [Value("module", name) if name in self.p.modules else external(name)]
-        full = f"{base}.{imp.attr}" if base else imp.attr
-        if full in self.p.modules:
-            return [Value("module", full)]
-        if base in self.p.modules:
-            if depth > 12:
-                return []
-            found = self.module_member(base, imp.attr, depth + 1)
-            return list(found) if found else [external(full)]
-        return [external(full)]
+        self.hierarchy = Hierarchy(program)
+        self._decorated: dict[str, tuple[Value, ...]] = {}
+        self._decorated_by: dict[str, list[str]] | None = None
 
     # -- scopes -----------------------------------------------------------------
     def _enclosing(self, fn: FunctionRecord) -> list[str]:
@@ -186,7 +87,7 @@ class Resolver:
             qual = f"{module}.{scope}" if scope else module
             nested = f"{qual}.<locals>.{name}"
             if nested in self.p.functions:
-                return (Value("function", nested),)
+                return self.decorated(nested)
             if nested in self.p.classes:
                 return (Value("class", nested),)
             record = self.p.functions.get(qual)
@@ -224,8 +125,10 @@ class Resolver:
                 )
             elif index == 0 and fn.info.cls and not _is_static(fn):
                 cls = f"{fn.module}.{fn.info.cls}"
-                kind = "class" if _is_classmethod(fn) else "instance"
-                table[param.name] = (Value(kind, cls),)
+                if _is_classmethod(fn):
+                    table[param.name] = (Value("class", cls),)
+                else:  # `self` may be any class derived from this one
+                    table[param.name] = (Value("instance", cls, via="declared"),)
             else:  # bound here, type unknown: it still shadows any global of that name
                 table[param.name.lstrip("*")] = ()
         assigned: dict[str, list[Value]] = defaultdict(list)
@@ -241,7 +144,7 @@ class Resolver:
                     self._assigned_value(fn, stmt) if stmt.kind == "assign" else ()
                 )
         # `for x in self.items:` where `items: List[T]`: x is a T.
-        for stmt in _of_kind(fn.info.body, "loop"):
+        for stmt in of_kind(fn.info.body, "loop"):
             source = _iterated(stmt)
             if source is None or len(stmt.targets) != 1 or len(stmt.targets[0]) != 1:
                 continue
@@ -252,7 +155,7 @@ class Resolver:
                 if value.kind == "items" and value.bound:
                     assigned[name].append(Value(value.bound, value.name))
         for name, values in assigned.items():
-            table[name] = _dedupe(values)  # empty: a local we cannot type, never the global
+            table[name] = dedupe(values)  # empty: a local we cannot type, never the global
         return table
 
     def _assigned_value(self, fn: FunctionRecord, stmt: Stmt) -> list[Value]:
@@ -266,16 +169,36 @@ class Resolver:
         if shape[0] == "call":
             if len(shape) > 2:  # annotated and called: trust the annotation
                 return list(self._instances(fn, shape[2]))
-            return list(self.call_results(fn, shape[1]))
+            devices = self._device_modules(fn, stmt, shape[1])
+            return list(devices or self.call_results(fn, shape[1]))
         if shape[0] == "ref":
             return [v for v in self.evaluate(fn, shape[1]) if v.kind != "builtin"]
+        if shape[0] == "literal":  # a container literal: its elements, through `[k]` or `for`
+            return [
+                Value("items", v.name, bound=v.kind)
+                for segs in shape[1]
+                for v in self.evaluate(fn, segs)
+                if v.kind in ("function", "class", "instance")
+            ]
         return []
+
+    def _device_modules(self, fn: FunctionRecord, stmt: Stmt, callee: Segs) -> tuple[Value, ...]:
+        """`getattr(torch, device_type)` with a computed name: the device submodules."""
+        for call in stmt.calls:
+            if call.target != callee or len(call.args) != 2 or call.args[1][:1] in "'\"":
+                continue
+            if not any(v.name == BUILTIN_PREFIX + "getattr" for v in self.evaluate(fn, callee)):
+                continue
+            owner = self.evaluate(fn, tuple(call.args[0].split(".")))
+            if any(v.kind == "external" and v.name == "torch" for v in owner):
+                return DEVICE_MODULES
+        return ()
 
     def _instances(self, fn: FunctionRecord, annotation: Segs) -> tuple[Value, ...]:
         out = []
         for value in self.evaluate(fn, annotation):
-            if value.kind == "class":
-                out.append(Value("instance", value.name))
+            if value.kind == "class":  # declared: the class or any class derived from it
+                out.append(Value("instance", value.name, via="declared"))
             elif value.kind == "external":
                 out.append(Value("external", value.name + "()"))
         return tuple(out)
@@ -291,7 +214,7 @@ class Resolver:
             if not values:
                 return ()
             if seg == CALL:
-                values = _dedupe(v for value in values for v in self._call_result(value))
+                values = dedupe(v for value in values for v in self._call_result(value))
             elif seg == SUBSCRIPT:
                 items = tuple(
                     Value(v.bound, v.name) for v in values if v.kind == "items" and v.bound
@@ -299,11 +222,11 @@ class Resolver:
                 values = tuple(v for v in values if v.kind == "external")
                 values = items + tuple(external(v.name + "[]") for v in values)
             else:
-                values = _dedupe(v for value in values for v in self.attribute(value, seg))
+                values = dedupe(v for value in values for v in self.attribute(value, seg))
         return values
 
     def call_results(self, fn: FunctionRecord, segs: Segs) -> tuple[Value, ...]:
-        return _dedupe(v for value in self.evaluate(fn, segs) for v in self._call_result(value))
+        return dedupe(v for value in self.evaluate(fn, segs) for v in self._call_result(value))
 
     def _super(self, fn: FunctionRecord) -> tuple[Value, ...]:
         if not fn.info.cls:
@@ -322,10 +245,14 @@ class Resolver:
             dotted = f"{value.name}.{attr}"
             if dotted in self.p.modules:  # a package whose top we do not analyse
                 return (Value("module", dotted),)
-            return (external(dotted),)
+            return (Value("external", dotted, via=value.via),)
         if kind == "super":
             mro = self.p.mro(value.name)[1:]
             return self._class_member(mro, attr, instance=True, bound=value.name)
+        if kind == "instance" and value.via == "declared":
+            found = self._dispatch(value.name, attr)
+            if found:
+                return found
         if kind in ("class", "instance"):
             mro = self.p.mro(value.name)
             found = self._class_member(mro, attr, instance=kind == "instance", bound=value.name)
@@ -337,11 +264,22 @@ class Resolver:
                 for sub in sorted(self.p.subclasses.get(value.name, ())):
                     for hit in self._class_member(self.p.mro(sub), attr, True, sub):
                         derived.append(hit._replace(via="subclass"))
-                return _dedupe(derived)
+                return dedupe(derived)
             return ()
         if kind == "function":
             return ()
         return ()
+
+    def _dispatch(self, cls: str, attr: str) -> tuple[Value, ...]:
+        """`x.attr` on a value declared as `cls`: what each class it may be would find
+        (class-hierarchy analysis, `rankguard.model.hierarchy`); overrides are marked."""
+        own = {v.name for v in self._class_member(self.p.mro(cls), attr, True, cls)}
+        found: list[Value] = []
+        for receiver in self.hierarchy.receivers(cls):
+            for hit in self._class_member(self.p.mro(receiver), attr, True, receiver):
+                override = hit.kind == "function" and hit.name not in own
+                found.append(hit._replace(via="override") if override else hit)
+        return dedupe(found)
 
     def _class_member(
         self, mro: list[str], attr: str, instance: bool, bound: str
@@ -370,31 +308,36 @@ class Resolver:
             return (Value("instance", value.name),)
         if value.kind == "function":
             return self.returns(self.p.functions[value.name])
+        if value.name == DEVICE_MODULE_GETTER:
+            return DEVICE_MODULES
         if value.kind in ("external", "builtin"):
             return (external(value.name + "()"),)
         if value.kind == "instance":
             call = self._class_member(self.p.mro(value.name), "__call__", True, value.name)
-            return _dedupe(v for c in call if c.kind == "function" for v in self._call_result(c))
+            return dedupe(v for c in call if c.kind == "function" for v in self._call_result(c))
         return ()
 
     def returns(self, fn: FunctionRecord) -> tuple[Value, ...]:
-        """What calling `fn` returns: its annotation, else `return Cls(...)` statements."""
+        """What calling `fn` returns: its annotation, else `return Cls(...)` statements; and
+        functions it returns by name (`return inner`), so `f()()` and decorators resolve."""
         cached = self._returns.get(fn.qualname)
         if cached is _IN_PROGRESS:
             return ()
         if cached is not None:
             return cached  # type: ignore[return-value]
         self._returns[fn.qualname] = _IN_PROGRESS
+        found: list[Value] = []
         if fn.info.returns:
-            result = self._instances(fn, fn.info.returns)
-        else:
-            found: list[Value] = []
-            for stmt in _of_kind(fn.info.body, "return"):
-                if stmt.value and stmt.value[0] == "call":
-                    found.extend(
-                        v for v in self.call_results(fn, stmt.value[1]) if v.kind == "instance"
-                    )
-            result = _dedupe(found)
+            found.extend(self._instances(fn, fn.info.returns))
+        for stmt in of_kind(fn.info.body, "return"):
+            shape = stmt.value
+            if not shape:
+                continue
+            if shape[0] == "call" and not fn.info.returns:
+                found.extend(v for v in self.call_results(fn, shape[1]) if v.kind == "instance")
+            elif shape[0] == "ref":
+                found.extend(v for v in self.evaluate(fn, shape[1]) if v.kind == "function")
+        result = dedupe(found)
         self._returns[fn.qualname] = result
         return result
 
@@ -428,7 +371,7 @@ class Resolver:
             if not fn.info.params:
                 continue
             me = fn.info.params[0].name
-            for stmt in _of_kind(fn.info.body, "assign"):
+            for stmt in of_kind(fn.info.body, "assign"):
                 if (me, attr) in stmt.targets:
                     found.extend(v for v in self._assigned_value(fn, stmt) if v.kind != "function")
                     for read in stmt.reads:
@@ -439,7 +382,7 @@ class Resolver:
                             # `self.run = MethodType(self._MAP[kind], self)`: what the table
                             # holds, this attribute may hold.
                             callables.extend(self.held_callables(fn, read))
-        result = _dedupe(found)[:_MAX_TYPES]
+        result = dedupe(found)[:_MAX_TYPES]
         self._attr_types[key] = result
         self._attr_callables[key] = tuple(sorted(set(callables)))
         return result
@@ -476,7 +419,9 @@ class Resolver:
                 call_m = self._class_member(self.p.mro(value.name), "__call__", True, value.name)
                 targets.extend(Target(v.name, kind) for v in call_m if v.kind == "function")
             elif value.kind in ("external", "builtin"):
-                targets.append(Target(value.name, kind))
+                # A device submodule chosen at run time is a guess among peers: `fallback`.
+                guessed = value.via == "device" and kind == "call"
+                targets.append(Target(value.name, "fallback" if guessed else kind, value.via))
         if (
             (call.target and call.target[-1] in (CALL, SUBSCRIPT))
             or (targets and all(t.name not in self.p.functions for t in targets))
@@ -523,10 +468,3 @@ def _is_classmethod(fn: FunctionRecord) -> bool:
 
 def _is_property(fn: FunctionRecord) -> bool:
     return _decorated(fn, "property") or _decorated(fn, "cached_property")
-
-
-def _dedupe(values) -> tuple[Value, ...]:
-    seen: dict[Value, None] = {}
-    for value in values:
-        seen.setdefault(value, None)
-    return tuple(seen)

@@ -82,8 +82,6 @@ class BlockingBeforeCollective(Rule):
     fix = ""
 
     VALID: ClassVar[list[Example]] = [
-        # Work after the round's last collective is the round tail: not a region.
-        Valid(_loop("dist.barrier()", "time.sleep(1)", after="")),
         # CPU tensors: created on the CPU, or already moved there.
         Valid(_loop("t = torch.tensor([1], device='cpu')", "n = t.item()")),
         Valid(_loop("x = torch.ones(3)", "y = x.tolist()")),
@@ -143,6 +141,8 @@ class BlockingBeforeCollective(Rule):
             + "\n    def step(self):\n        if self.idle:\n            return\n"
             "        time.sleep(1)  # expect\n"
         ),
+        # The round wraps around: work after its last collective delays the next round's first.
+        Invalid(_loop("dist.barrier()", "time.sleep(1)  # expect", after="")),
         # Cadenced (time guard) calls are still reported.
         Invalid(
             _loop("now = time.monotonic()", "if now - self._t >= 30:", "    gc.collect()  # expect")
@@ -161,7 +161,9 @@ class BlockingBeforeCollective(Rule):
 
     def check(self, context: RuleContext) -> Iterable[Finding]:
         analysis = context.blocking
-        include_tail = bool(context.options.get("include_round_tail"))
+        # The round is a loop: work after iteration i's last collective runs before
+        # iteration i+1's first one, so the tail is reported unless a caller turns it off.
+        include_tail = bool(context.options.get("include_round_tail", True))
         rounds = list(context.rounds)
         for number, rnd in enumerate(rounds, 1):
             progress.current().advance(0, note=f"{self.name}: round {number}/{len(rounds)}")
@@ -180,8 +182,9 @@ def _finding(rule: str, round_name: str, pairs: list[Pair]) -> Finding:
     cadence = f" (cadenced: {call.cadenced})" if call.cadenced else ""
     unsure = f" [confidence {call.confidence}: {call.note}]" if call.confidence != "high" else ""
     more = f" and {len(pairs) - 1} other collective(s)" if len(pairs) > 1 else ""
+    where = "the next round's first collective " if first.tail else ""
     message = (
-        f"`{call.text}` ({call.kind}: {call.reason}) may stall this rank before "
+        f"`{call.text}` ({call.kind}: {call.reason}) may stall this rank before {where}"
         f"`{site.callee}` at {site.path}:{site.line}{more}, where every peer waits{cadence}{unsure}"
     )
     extra: dict[str, Any] = {

@@ -239,15 +239,25 @@ def _message(call: ast.Call, kind: str, method: str) -> tuple[list[Part] | None,
     return (None if node is None else template_parts(node, percent=lazy)), index
 
 
+# Kinds a logging helper logs through (a helper raising `f"missing field: {name}"` names a
+# field, it does not log a message).
+_LOG_KINDS = frozenset({"logging", "print", "stream", "warnings"})
+
+
 def _passed_names(call: ast.Call, kind: str, method: str) -> set[str]:
-    """Names whose value becomes (part of) the emitted message: `logger.warning(msg)`,
-    `print(message)`, `logger.info(f"{msg} (rank 0)")`."""
-    nodes = list(call.args) if kind == "print" else [_message_node(call, kind, method)[0]]
-    names: set[str] = set()
-    for node in nodes:
-        if isinstance(node, (ast.Name, ast.JoinedStr, ast.BinOp, ast.FormattedValue)):
-            names.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
-    return names
+    """The name a logging helper's message ends with: the whole message (`logger.warning(msg)`),
+    or after a prefix the helper adds (`print(f"[rank {r}] {msg}")`, `print("[x]", msg)`,
+    `"x: " + msg`). A name inside the message (`f"{label}: {err}"`) is a label, not a message."""
+    node = (call.args[-1] if call.args else None) if kind == "print" else None
+    if kind != "print":
+        node = _message_node(call, kind, method)[0]
+    if isinstance(node, ast.JoinedStr) and node.values:
+        last = node.values[-1]
+        plain = isinstance(last, ast.FormattedValue) and last.conversion == -1
+        node = last.value if plain and last.format_spec is None else None
+    elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        node = node.right
+    return {node.id} if isinstance(node, ast.Name) else set()
 
 
 def classify(func: ast.expr, callee: str, loggers: Loggers) -> str:
@@ -286,7 +296,7 @@ class _Collector(ast.NodeVisitor):
     def _record(self, node: ast.AST, call: ast.Call, kind: str, callee: str) -> None:
         func = call.func
         method = func.attr if isinstance(func, ast.Attribute) else ""
-        if kind != "call" and self.params:
+        if kind in _LOG_KINDS and self.params:
             for name in sorted(_passed_names(call, kind, method) & set(self.params)):
                 self.wrappers.setdefault(self.function, self.params.index(name))
         parts, arg = _message(call, kind, method)

@@ -324,7 +324,22 @@ def _value_shape(node: ast.AST | None) -> tuple[Any, ...]:
         return ("ref", reference(node))
     if isinstance(node, ast.Constant):
         return ("const", short_text(node))
+    elements = _literal_elements(node)
+    if elements:
+        return ("literal", elements)
     return ("other",)
+
+
+def _literal_elements(node: ast.AST | None) -> tuple[Segs, ...]:
+    """The plain references a dict (its values), list, tuple or set literal holds."""
+    if isinstance(node, ast.Dict):
+        items: list[ast.expr | None] = list(node.values)
+    elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        items = list(node.elts)
+    else:
+        return ()
+    refs = [reference(i) for i in items if isinstance(i, (ast.Name, ast.Attribute))]
+    return tuple(ref for ref in refs if OPAQUE not in ref)
 
 
 def _target_refs(node: ast.AST) -> list[Segs]:
@@ -394,6 +409,7 @@ class _Builder:
                 tuple(refs),
                 isinstance(node, ast.AsyncFunctionDef),
                 global_names,
+                tuple(isinstance(d, ast.Call) for d in node.decorator_list),
             )
         )
 

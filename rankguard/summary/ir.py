@@ -89,7 +89,8 @@ class Stmt:
     text: str = ""  # condition or with-items, shortened
     targets: tuple[Segs, ...] = ()  # assigned names / attributes (assign, for, with-as)
     reads: tuple[Segs, ...] = ()  # references read by the value or test
-    value: tuple[Any, ...] = ()  # ("call", segs) | ("ref", segs) | ("const", text) | ("other",)
+    # ("call", segs) | ("ref", segs) | ("const", text) | ("literal", (segs, ...)) | ("other",)
+    value: tuple[Any, ...] = ()
     infinite: bool = False  # `while True`
     # References the value or test only compares with None (`x is None`, `x is not None`):
     # whether they exist, not what they hold.
@@ -121,6 +122,8 @@ class FunctionInfo:
     value_refs: tuple[tuple[Segs, int], ...] = ()  # callables passed or stored as values
     is_async: bool = False
     global_names: tuple[str, ...] = ()  # names it declares `global` (and may rebind)
+    # Per decorator: written as a call (`@factory(arg)`, the decorator is what it returns).
+    decorator_called: tuple[bool, ...] = ()
 
 
 @dataclass(slots=True)

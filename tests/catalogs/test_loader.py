@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rankguard.analysis.staleness.terms import term_catalog
 from rankguard.catalogs.catalog import blocking_catalog
+from rankguard.catalogs.driver_terms import term_catalog
 from rankguard.catalogs.loader import check_entry, load_catalog, shipped_catalogs
 from rankguard.core.errors import InputError
 

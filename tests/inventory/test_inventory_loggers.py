@@ -117,13 +117,20 @@ def test_functions_passing_their_parameter_to_an_emitter_are_emitters(tmp_path: 
 
             def log_info_on_rank0(logger, msg):
                 if rank() == 0:
-                    logger.info(f"{msg} (rank 0)")
+                    logger.info(msg)
 
             def print_rank_0(message):
                 print(message, flush=True)
 
+            def dump_log(msg):
+                print(f"[dumper, rank={rank()}] {msg}")
+
             def lookup(name):
                 return TABLE[name]
+
+            def check(result, label):
+                if result:
+                    raise RuntimeError(f"{label}: failed with {result}")
             """
         )
     )
@@ -137,7 +144,9 @@ def test_functions_passing_their_parameter_to_an_emitter_are_emitters(tmp_path: 
                 print_warning_once("deprecated flag ignored")
                 log_info_on_rank0(logger, f"weights loaded in {1} s")
                 helpers.print_rank_0("building the model")
+                helpers.dump_log("dumping tensors")
                 lookup("a table key")
+                helpers.check(1, "cuMemCreate")  # a label inside a message: no helper
             """
         )
     )
@@ -149,5 +158,6 @@ def test_functions_passing_their_parameter_to_an_emitter_are_emitters(tmp_path: 
         ("deprecated flag ignored", "wrapper", "print_warning_once"),
         ("weights loaded in {} s", "wrapper", "log_info_on_rank0"),
         ("building the model", "wrapper", "helpers.print_rank_0"),
+        ("dumping tensors", "wrapper", "helpers.dump_log"),
     }
-    assert {s.template for s in others} == {"a table key"}
+    assert {s.template for s in others} == {"a table key", "cuMemCreate"}

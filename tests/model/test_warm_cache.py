@@ -47,9 +47,9 @@ def test_cached_check_results_follow_options_and_content(capsys, tmp_path: Path)
         main(["check", str(root), "--format", "json", "--cache-dir", cache, *extra])
         return capsys.readouterr().out
 
-    plain, tail = check(), check("--include-round-tail")
+    plain, tail = check("--no-round-tail"), check()
     assert '"time.sleep"' not in plain and '"time.sleep"' in tail  # only the tail has it
-    assert check() == plain and check("--include-round-tail") == tail
+    assert check("--no-round-tail") == plain and check() == tail
 
     def sleep_line(out: str) -> int:
         return json.loads(out)["findings"][0]["blocking"]["line"]
@@ -57,4 +57,4 @@ def test_cached_check_results_follow_options_and_content(capsys, tmp_path: Path)
     assert sleep_line(tail) == 8
     moved = (root / "sched.py").read_text().replace("import time\n", "import time\n\n")
     (root / "sched.py").write_text(moved)  # the sleep moves to line 9
-    assert sleep_line(check("--include-round-tail")) == 9
+    assert sleep_line(check()) == 9

@@ -1,10 +1,11 @@
-"""Every assignment-target shape Python allows reaches every command without a crash.
+"""Every assignment-target shape Python allows goes through the whole pipeline without a crash.
 
 A nested unpacking (`a, (b, c) = f, (g, h)`) once made the summary hold a list where a statement
 belonged, and every command died on it. Targets are generated from a grammar of shapes (names,
 attributes, subscripts, starred, nested tuples and lists) and placed in every binding form
 (plain, chained, annotated, augmented, walrus, `for`, `with`, comprehension), inside a round
-that reaches a collective, so the whole pipeline runs over them: summary, model, every rule.
+that reaches a collective, and run through `check` (summary, model, every rule) and `staleness`
+(the staleness flows), the two commands that read every fact a summary holds.
 """
 
 from __future__ import annotations

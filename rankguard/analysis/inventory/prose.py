@@ -20,6 +20,7 @@ import re
 import tokenize
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from rankguard.adapters.sources import SourceFile
@@ -135,6 +136,13 @@ def _position(data: bytes, offset: int) -> tuple[int, int]:
     return data.count(b"\n", 0, offset) + 1, offset - (data.rfind(b"\n", 0, offset) + 1)
 
 
+@lru_cache(maxsize=64)
+def _kinds_of(data: bytes) -> _Kinds:
+    """One tokenise-and-parse per file content however many rows search it (bytes keep their
+    hash, so the key costs one pass per file)."""
+    return _Kinds(data)
+
+
 def find_prose(
     literal: str, files: Iterable[SourceFile], non_emitting: Iterable[EmitSite]
 ) -> list[Prose]:
@@ -149,7 +157,7 @@ def find_prose(
         offsets = _hits(literal, src.data)
         if not offsets:
             continue
-        kinds = _Kinds(src.data)
+        kinds = _kinds_of(src.data)
         for offset in offsets:
             line, column = _position(src.data, offset)
             if any(first <= line <= last for first, last in spans.get(src.path, ())):

@@ -25,8 +25,8 @@ from rankguard.analysis.staleness.algebra import (
 )
 from rankguard.analysis.staleness.calls import NON_VALUE_ATTRS, CallEvaluator
 from rankguard.analysis.staleness.facts import Frame, Result, access_path, load_facts, pattern_names
-from rankguard.analysis.staleness.terms import TermCatalog
 from rankguard.catalogs.caching import caching_catalog
+from rankguard.catalogs.driver_terms import TermCatalog
 from rankguard.model.program import Program
 from rankguard.model.records import Target
 from rankguard.summary.arith import FnArith

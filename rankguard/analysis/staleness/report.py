@@ -18,7 +18,7 @@ from typing import Any
 
 from rankguard.analysis.staleness.algebra import NEG, POS, CacheInfo, Composite
 from rankguard.analysis.staleness.flow import Flows, Row
-from rankguard.analysis.staleness.terms import term_catalog
+from rankguard.catalogs.driver_terms import term_catalog
 from rankguard.core.chains import Hop, chain_json
 from rankguard.core.config import Config
 from rankguard.core.errors import ErrorRecord

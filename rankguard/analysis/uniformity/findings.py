@@ -10,7 +10,7 @@ from rankguard.analysis.collectives import CollectiveReach, CollectiveSite
 from rankguard.analysis.reach import reach_from
 from rankguard.analysis.uniformity.flow import Sourced, UniformityFlow
 from rankguard.analysis.uniformity.guards import Guard, GuardWalker, tail_after
-from rankguard.catalogs.rank_sources import configured_driver_patterns, rank_source_catalog
+from rankguard.catalogs.rank_sources import rank_source_catalog
 from rankguard.core.chains import Hop, chain_json
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
@@ -66,7 +66,7 @@ def find_divergent_calls(
     reached = reach_from(program, round_functions)
     if not reached:
         return []
-    catalog = rank_source_catalog().with_driver_terms(configured_driver_patterns(driver_terms))
+    catalog = rank_source_catalog(tuple(driver_terms))
     flow = UniformityFlow(program, reach, catalog, reached)
     out: list[DivergentCall] = []
     for name in sorted(reached):

@@ -6,28 +6,7 @@ condition whose value is uniform over the collective's group (no finding) or var
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from rankguard.analysis.collectives import CollectiveReach
-from rankguard.analysis.discovery import discover_rounds
-from rankguard.analysis.uniformity import find_divergent_calls
-from rankguard.catalogs.catalog import collective_catalog
-from rankguard.model import Program
-
-HEAD = "import os, random, time\nimport torch\nimport torch.distributed as dist\n\n"
-OFFSET = HEAD.count("\n")
-
-
-def _run(program_of: Callable[..., Program], code: str) -> list:
-    program = program_of({"m.py": HEAD + code})
-    reach = CollectiveReach(program, collective_catalog())
-    rounds = list(discover_rounds(program, reach).patterns)  # Config() names none
-    return find_divergent_calls(program, rounds, reach)
-
-
-def _lines(found: list) -> list[int]:
-    return sorted(d.call.line - OFFSET for d in found)
-
+from tests.uniformity.programs import OFFSET, lines, run
 
 # A group object in the style of serving frameworks: wrappers name their process group.
 GROUPS = (
@@ -81,7 +60,7 @@ def test_state_maintained_from_broadcast_requests_is_uniform(program_of) -> None
         "            if len(self.waiting_queue) > 4:\n"
         "                dist.barrier()\n"
     )
-    assert _run(program_of, code) == []
+    assert run(program_of, code) == []
 
 
 def test_state_fed_from_outside_the_group_varies(program_of) -> None:
@@ -99,8 +78,8 @@ def test_state_fed_from_outside_the_group_varies(program_of) -> None:
         "            if len(self.waiting_queue) > 4:\n"
         "                dist.barrier()\n"
     )
-    found = _run(program_of, code)
-    assert _lines(found) == [13]
+    found = run(program_of, code)
+    assert lines(found) == [13]
     assert found[0].sources[0][0].kind == "inbox"
 
 
@@ -123,7 +102,7 @@ def test_collective_result_overwrites_local_state(program_of) -> None:
         "        while True:\n"
         "            self.sync()\n"
     )
-    assert _run(program_of, code) == []
+    assert run(program_of, code) == []
 
 
 def test_collective_result_overwrite_is_flow_sensitive(program_of) -> None:
@@ -143,7 +122,7 @@ def test_collective_result_overwrite_is_flow_sensitive(program_of) -> None:
         "        while True:\n"
         "            self.sync()\n"
     )
-    assert _lines(_run(program_of, code)) == [10]
+    assert lines(run(program_of, code)) == [10]
 
 
 def test_rank_of_another_group_dimension_is_uniform(program_of) -> None:
@@ -164,9 +143,9 @@ def test_rank_of_another_group_dimension_is_uniform(program_of) -> None:
         "            if self.pp_rank == 0:\n"
         "                dist.barrier()  # varies: the default group spans every stage\n"
     )
-    found = _run(program_of, code)
+    found = run(program_of, code)
     got = GROUPS.count("\n")
-    assert _lines(found) == [got + 14, got + 16]
+    assert lines(found) == [got + 14, got + 16]
     assert [d.group for d in found] == ["tp", "world"]
 
 
@@ -182,7 +161,7 @@ def test_device_placement_does_not_make_values_vary(program_of) -> None:
         "            if flag.sum() > 0 and ready.sum() == 0:\n"
         "                dist.barrier()\n"
     )
-    assert _run(program_of, code) == []
+    assert run(program_of, code) == []
 
 
 def test_is_none_tests_existence_not_contents(program_of) -> None:
@@ -200,7 +179,7 @@ def test_is_none_tests_existence_not_contents(program_of) -> None:
         "            if self.stamps[-1] > 5:\n"
         "                dist.barrier()  # varies: the stamps are this rank's clock\n"
     )
-    assert _lines(_run(program_of, code)) == [13]
+    assert lines(run(program_of, code)) == [13]
 
 
 def test_a_count_follows_how_many_items_not_what_they_hold(program_of) -> None:
@@ -219,7 +198,7 @@ def test_a_count_follows_how_many_items_not_what_they_hold(program_of) -> None:
         "            if max(self.ongoing.values()) > 5:\n"
         "                dist.barrier()  # varies: the stamps themselves\n"
     )
-    assert _lines(_run(program_of, code)) == [13]
+    assert lines(run(program_of, code)) == [13]
 
 
 def test_run_at_most_once_plus_finalize_reaches_every_path(program_of) -> None:
@@ -247,7 +226,7 @@ def test_run_at_most_once_plus_finalize_reaches_every_path(program_of) -> None:
         "                self.neg.negotiate()\n"
         "            self.neg.finalize()\n"
     )
-    assert _run(program_of, code) == []
+    assert run(program_of, code) == []
 
 
 def test_latched_negotiation_finalized_by_the_caller(program_of) -> None:
@@ -280,7 +259,7 @@ def test_latched_negotiation_finalized_by_the_caller(program_of) -> None:
         "            self.plan(executor)\n"
         "            executor.finalize()\n"
     )
-    assert _run(program_of, code) == []
+    assert run(program_of, code) == []
 
 
 def test_at_most_once_without_finalize_still_diverges(program_of) -> None:
@@ -301,7 +280,7 @@ def test_at_most_once_without_finalize_still_diverges(program_of) -> None:
         "            if time.time() > 5:\n"
         "                self.neg.negotiate()\n"
     )
-    assert _lines(_run(program_of, code)) == [18]
+    assert lines(run(program_of, code)) == [18]
 
 
 MEMORY = (
@@ -334,9 +313,9 @@ def test_local_free_memory_gating_an_early_return(program_of) -> None:
         "        while True:\n"
         "            self.switch(4)\n"
     )
-    found = _run(program_of, code)
+    found = run(program_of, code)
     base = MEMORY.count("\n")
-    assert _lines(found) == [base + 9]
+    assert lines(found) == [base + 9]
     assert found[0].sources[0][0].kind == "driver"
     # The helper's own all_reduce is excluded at this call site (`distributed` is False).
     assert found[0].guard.stmt.line - OFFSET == base + 7
@@ -353,7 +332,7 @@ def test_call_site_constants_exclude_a_helper_collective(program_of) -> None:
         "            if time.time() > 9:\n"
         "                available_memory('cuda', distributed=True)  # enters all_reduce\n"
     )
-    assert _lines(_run(program_of, code)) == [MEMORY.count("\n") + 7]
+    assert lines(run(program_of, code)) == [MEMORY.count("\n") + 7]
 
 
 def test_recursion_does_not_depend_on_function_names(program_of) -> None:
@@ -369,8 +348,8 @@ def test_recursion_does_not_depend_on_function_names(program_of) -> None:
         "                {a}()\n"
     )
     for a in ("a_q", "z_q"):
-        found = _run(program_of, template.format(a=a, b="b_p"))
-        assert _lines(found) == [12], a
+        found = run(program_of, template.format(a=a, b="b_p"))
+        assert lines(found) == [12], a
 
 
 def test_group_named_through_the_attribute_it_was_stored_from(program_of) -> None:
@@ -386,7 +365,7 @@ def test_group_named_through_the_attribute_it_was_stored_from(program_of) -> Non
         "                out = [None, None]\n"
         "                dist.all_gather_object(out, 1, group=self.sync_group)\n"
     )
-    assert _run(program_of, code) == []
+    assert run(program_of, code) == []
 
 
 def test_type_and_placement_attributes_are_not_data(program_of) -> None:
@@ -398,4 +377,4 @@ def test_type_and_placement_attributes_are_not_data(program_of) -> None:
         "            if x.is_cpu or x.dtype == torch.int64:\n"
         "                dist.barrier()\n"
     )
-    assert _run(program_of, code) == []
+    assert run(program_of, code) == []

@@ -2,31 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 
-from rankguard.analysis.collectives import CollectiveReach
-from rankguard.analysis.discovery import discover_rounds
-from rankguard.analysis.uniformity import find_divergent_calls
-from rankguard.catalogs.catalog import collective_catalog
 from rankguard.catalogs.rank_sources import rank_source_catalog
-from rankguard.model import Program
-
-HEAD = "import os, random, time\nimport torch\nimport torch.distributed as dist\n\n"
-
-
-def _run(program_of: Callable[..., Program], code: str, **config: object) -> list:
-    program = program_of({"m.py": HEAD + code})
-    reach = CollectiveReach(program, collective_catalog())
-    terms = tuple(config.get("driver_terms", ()))  # type: ignore[arg-type]
-    rounds = list(discover_rounds(program, reach).patterns)
-    return find_divergent_calls(program, rounds, reach, terms)
-
-
-def _lines(found: list) -> list[int]:
-    return sorted(d.call.line - HEAD.count("\n") for d in found)
-
+from tests.uniformity.programs import lines, run
 
 ROUND = "class S:\n    def event_loop(self):\n        while True:\n"
 
@@ -88,7 +67,7 @@ def test_return_summaries_are_per_call_site(program_of) -> None:
         + "            if b > 1:\n                dist.barrier()\n"
         + "            if a > 1:\n                dist.barrier()\n"
     )
-    assert _lines(_run(program_of, code)) == [12]
+    assert lines(run(program_of, code)) == [12]
 
 
 def test_reduced_in_place_then_read_is_clean(program_of) -> None:
@@ -97,7 +76,7 @@ def test_reduced_in_place_then_read_is_clean(program_of) -> None:
         "            dist.all_reduce(t)\n"
         "            if int(t[0]) > 0:\n                dist.barrier()\n"
     )
-    assert _run(program_of, code) == []
+    assert run(program_of, code) == []
 
 
 def test_broadcast_result_is_clean(program_of) -> None:
@@ -106,7 +85,7 @@ def test_broadcast_result_is_clean(program_of) -> None:
         "            dist.broadcast_object_list(box, src=0)\n"
         "            if box[0] > 5:\n                dist.barrier()\n"
     )
-    assert _run(program_of, code) == []
+    assert run(program_of, code) == []
 
 
 def test_elif_chain_with_the_same_collective_everywhere_is_symmetric(program_of) -> None:
@@ -116,7 +95,7 @@ def test_elif_chain_with_the_same_collective_everywhere_is_symmetric(program_of)
         "            elif r == 1:\n                dist.broadcast(self.b, src=0)\n"
         "            else:\n                dist.broadcast(self.c, src=0)\n"
     )
-    assert _run(program_of, code) == []
+    assert run(program_of, code) == []
 
 
 def test_broadcast_pyobj_shape_with_early_returns_is_symmetric(program_of) -> None:
@@ -142,7 +121,7 @@ def test_broadcast_pyobj_shape_with_early_returns_is_symmetric(program_of) -> No
         + ROUND
         + "            self.reqs = bcast(self.reqs, dist.get_rank())\n"
     )
-    assert _run(program_of, code) == []
+    assert run(program_of, code) == []
 
 
 def test_exit_branch_with_the_same_collectives_is_symmetric(program_of) -> None:
@@ -153,7 +132,7 @@ def test_exit_branch_with_the_same_collectives_is_symmetric(program_of) -> None:
         "        dist.barrier()\n\n"
         "    def event_loop(self):\n        while True:\n            self.step()\n"
     )
-    assert _run(program_of, code) == []
+    assert run(program_of, code) == []
 
 
 def test_continue_guards_the_rest_of_the_loop_body(program_of) -> None:
@@ -161,8 +140,8 @@ def test_continue_guards_the_rest_of_the_loop_body(program_of) -> None:
         "            if random.random() < 0.5:\n                continue\n"
         "            dist.barrier()\n"
     )
-    found = _run(program_of, code)
-    assert _lines(found) == [6]
+    found = run(program_of, code)
+    assert lines(found) == [6]
     assert found[0].guard.kind == "exit"
     assert found[0].sources[0][0].kind == "random"
 
@@ -176,7 +155,7 @@ def test_queue_fed_only_by_a_broadcast_is_replicated(program_of) -> None:
         "            self.inbox.extend(recv())\n"
         "            if self.inbox:\n                dist.barrier()\n"
     )
-    assert _run(program_of, code) == []
+    assert run(program_of, code) == []
 
 
 def test_attribute_flow_through_another_method(program_of) -> None:
@@ -185,8 +164,8 @@ def test_attribute_flow_through_another_method(program_of) -> None:
         "    def event_loop(self):\n        while True:\n            self.measure()\n"
         "            if self.free > 0:\n                dist.all_reduce(self.t)\n"
     )
-    found = _run(program_of, code)
-    assert _lines(found) == [9]
+    found = run(program_of, code)
+    assert lines(found) == [9]
     source, chain = found[0].sources[0]
     assert source.kind == "driver" and "mem_get_info" in source.text
     assert any("self.free" in step.text for step in chain)
@@ -199,9 +178,9 @@ def test_point_to_point_only_wrapper_is_not_a_collective(program_of) -> None:
         + ROUND
         + "            if dist.get_rank() == 0:\n                ship(self.t, 0)\n"
     )
-    assert _run(program_of, code) == []
+    assert run(program_of, code) == []
 
 
 def test_functions_outside_rounds_are_not_reported(program_of) -> None:
     code = "def setup():\n    if dist.get_rank() == 0:\n        dist.barrier()\n"
-    assert _run(program_of, code) == []
+    assert run(program_of, code) == []

@@ -1,4 +1,6 @@
-"""Which calls are driver terms: the shipped catalog plus config `driver-terms`.
+"""Which calls are driver terms: the shipped catalog plus config `driver-terms`, parsed once
+here for every analysis that reads them (staleness composes their sign; uniformity treats them as
+rank-local readings).
 
 Matching is on the callee's resolved dotted name (`torch.cuda.mem_get_info`, or a project
 function's qualified name such as `toysched.mem_cache.radix_cache.RadixCache.available_size`),
@@ -40,6 +42,10 @@ class TermCatalog:
 
     def not_budget_store(self, name: str) -> bool:
         return any(fnmatch.fnmatchcase(name, pat) for pat in self.not_budget_stores)
+
+    def patterns(self) -> list[str]:
+        """Every pattern, configured ones first (what a rank-local reading may be called)."""
+        return [pattern for spec in self.specs for pattern in spec.patterns]
 
     def match(self, callee: str) -> TermSpec | None:
         for spec in self.specs:

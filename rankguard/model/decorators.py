@@ -1,0 +1,79 @@
+"""Decorators applied: the name of a function decorated by a project decorator that returns
+an inner wrapper stands for that wrapper (`def dec(f): ... return inner`), stacked decorators
+in order (`@a @b def f` is `a(b(f))`); and which functions each decorator is applied to, so a
+wrapper's call of the decorator's parameter reaches them. A mixin of the resolver."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from rankguard.model.values import Value
+from rankguard.summary.ir import Segs
+
+if TYPE_CHECKING:
+    from rankguard.model.program import Program
+    from rankguard.model.records import FunctionRecord
+
+
+class Decorators:
+    p: Program
+    _decorated: dict[str, tuple[Value, ...]]
+    _decorated_by: dict[str, list[str]] | None
+
+    def evaluate(self, fn: FunctionRecord, segs: Segs) -> tuple[Value, ...]:
+        raise NotImplementedError  # the resolver evaluates references
+
+    def returns(self, fn: FunctionRecord) -> tuple[Value, ...]:
+        raise NotImplementedError  # the resolver knows what functions return
+
+    def decorated(self, qual: str) -> tuple[Value, ...]:
+        """What the name of function `qual` stands for once its decorators are applied: the
+        wrapper a project decorator returns (`def dec(f): ... return inner`), else itself."""
+        cached = self._decorated.get(qual)
+        if cached is not None:
+            return cached
+        plain = (Value("function", qual),)
+        self._decorated[qual] = plain  # cycle guard
+        values = plain
+        for wrapper in self._wrappers(qual):
+            wrapped = [r for w in wrapper for r in self.returns(self.p.functions[w.name])]
+            values = tuple(v for v in wrapped if v.kind == "function") or values
+        self._decorated[qual] = values
+        return values
+
+    def _wrappers(self, qual: str) -> list[tuple[Value, ...]]:
+        """Project functions applied to `qual` as decorators, innermost (last written) first."""
+        record = self.p.functions[qual]
+        if record.info.cls or not record.info.decorators:
+            return []
+        scope = qual.rsplit(".<locals>.", 1)[0] if ".<locals>." in qual else record.module
+        holder = self.p.functions.get(scope)
+        if holder is None:
+            return []
+        out = []
+        called = record.info.decorator_called or (False,) * len(record.info.decorators)
+        for dec, call in reversed(list(zip(record.info.decorators, called, strict=True))):
+            found = tuple(v for v in self.evaluate(holder, dec) if v.kind == "function")
+            if call:  # `@factory(arg)`: the decorator is what the factory returns
+                found = tuple(
+                    r for f in found for r in self.returns(self.p.functions[f.name])
+                    if r.kind == "function"
+                )  # fmt: skip
+            if found:
+                out.append(found)
+        return out
+
+    def decorated_by(self) -> dict[str, list[str]]:
+        """decorator function -> the functions it is applied to (for its parameter's calls)."""
+        if self._decorated_by is None:
+            table: dict[str, list[str]] = defaultdict(list)
+            for qual in sorted(self.p.functions):
+                current = [qual]  # what the next decorator receives: `@a @b def f` is a(b(f))
+                for wrapper in self._wrappers(qual):
+                    for value in wrapper:
+                        table[value.name].extend(current)
+                    returned = [r for w in wrapper for r in self.returns(self.p.functions[w.name])]
+                    current = [v.name for v in returned if v.kind == "function"] or current
+            self._decorated_by = dict(table)
+        return self._decorated_by
