@@ -7,7 +7,15 @@ order, path-sensitively (branches fork and join, loops run to a fixpoint, `retur
 seen since the last collective. Reaching a collective pairs every pending call with it and
 empties the set.
 
-Interprocedurally each function gets a context-free summary, memoised:
+Only feasible paths are walked: a branch whose condition contradicts what is known there is
+skipped (`model.facts`). What is known comes from the round's context (the caller's branch that
+selects the round, constructor asserts: `analysis.context`), from `assert`s and branches on the
+path, and from the call site (constant arguments, omitted defaults). Calling a generator runs
+none of its body; a `for` over it does. Tensor placement (`model.placement`) flows through
+locals, attributes and parameters, and decides whether a device sync is one.
+
+Interprocedurally each function gets a summary per entry context (the facts and tensor
+placements that hold on entry, usually none), memoised:
 
 - `first`: the collectives it reaches before any other collective (with the chain);
 - `pairs`: (blocking call, collective) pairs wholly inside it;
@@ -25,146 +33,41 @@ calls pending at the end of the round (its tail).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from rankguard.analysis.collectives import CollectiveSite
-from rankguard.analysis.precision import (
-    CPU,
-    DEVICE,
-    assigned_fact,
-    cadence_of,
-    flags_clear,
-    receiver_fact,
-    thread_dead,
-    timeout_clear,
+from rankguard.analysis.blocking_calls import CallClassifier
+from rankguard.analysis.blocking_types import (
+    BlockingCall,
+    Guards,
+    Key,
+    Pair,
+    Regions,
+    State,
+    Summary,
+    cadenced,
+    join,
+    merge,
+    same,
 )
+from rankguard.analysis.collectives import CollectiveSite
+from rankguard.analysis.context import SELF, RoundContext, bindings, placements
+from rankguard.analysis.precision import assigned_fact, cadence_of
 from rankguard.analysis.reach import followed
 from rankguard.analysis.rounds import Round
-from rankguard.catalogs.caching import caching_catalog
-from rankguard.catalogs.catalog import BlockingCatalog, BlockingEntry, CollectiveCatalog
+from rankguard.catalogs.catalog import BlockingCatalog, CollectiveCatalog
 from rankguard.core.chains import Hop
+from rankguard.model.facts import Cond, assume, contradicts, forget, pure
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord, Target
-from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt, segs_text
+from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt
 
 _MAX_LOOP_PASSES = 8
-_PROPERTY_DECORATORS = frozenset(("property", "cached_property"))
+_CONTEXT_MANAGERS = frozenset(("contextmanager", "asynccontextmanager"))
 
-Key = tuple[str, int, int, str]
-Guards = tuple[tuple[str, bool], ...]
-
-
-@dataclass(frozen=True)
-class BlockingCall:
-    """One catalog call, with the chain from the function that holds it (innermost last)."""
-
-    callee: str  # the catalog entry's name, e.g. `torch.Tensor.item`
-    target: str  # the callee as the model resolved it ("" when it could not)
-    kind: str
-    reason: str
-    confidence: str  # high | medium | low
-    note: str  # why that confidence, or what precision check was not conclusive
-    text: str
-    path: str
-    line: int
-    col: int
-    function: str
-    chain: tuple[Hop, ...]
-    cadenced: str | None = None
-
-    @property
-    def key(self) -> Key:
-        return (self.path, self.line, self.col, self.callee)
-
-    def below(self, hop: Hop, cadence: str | None) -> BlockingCall:
-        return replace(self, chain=(hop, *self.chain), cadenced=self.cadenced or cadence)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "callee": self.callee,
-            "target": self.target,
-            "path": self.path,
-            "line": self.line,
-            "kind": self.kind,
-            "reason": self.reason,
-            "text": self.text,
-        }
-
-
-@dataclass(frozen=True)
-class Pair:
-    """A blocking call and a collective it may delay; `chain` leads to the collective."""
-
-    blocking: BlockingCall
-    site: CollectiveSite
-    chain: tuple[Hop, ...]
-    tail: bool = False  # the previous round's tail: work after its last collective
-
-    @property
-    def key(self) -> tuple[Key, CollectiveSite]:
-        return (self.blocking.key, self.site)
-
-    def below(self, hop: Hop, cadence: str | None) -> Pair:
-        return Pair(self.blocking.below(hop, cadence), self.site, (hop, *self.chain), self.tail)
-
-
-@dataclass
-class Summary:
-    first: dict[CollectiveSite, tuple[Hop, ...]]
-    pairs: dict[tuple[Key, CollectiveSite], Pair]
-    tail: dict[Key, BlockingCall]
-
-
-@dataclass(frozen=True)
-class State:
-    """Never mutated: every transition builds a new one, so saved states stay valid."""
-
-    clean: bool  # no collective yet on this path (within the function being walked)
-    pending: Mapping[Key, BlockingCall]
-    env: Mapping[str, str] = field(default_factory=dict)
-
-
-def _merge(into: dict[Key, BlockingCall], more: Mapping[Key, BlockingCall]) -> None:
-    """Keep the first chain found; an uncadenced path outranks a cadenced one."""
-    for key, call in more.items():
-        have = into.get(key)
-        if have is None or (have.cadenced and not call.cadenced):
-            into[key] = call
-
-
-def join(states: Iterable[State | None]) -> State | None:
-    live = [s for s in states if s is not None]
-    if not live:
-        return None
-    if len(live) == 1:
-        return live[0]
-    pending: dict[Key, BlockingCall] = {}
-    for state in live:
-        _merge(pending, state.pending)
-    env = dict(live[0].env)
-    for state in live[1:]:
-        env = {k: v for k, v in env.items() if state.env.get(k) == v}
-    return State(any(s.clean for s in live), pending, env)
-
-
-def _same(a: State, b: State) -> bool:
-    return a.clean == b.clean and a.pending.keys() == b.pending.keys() and a.env == b.env
-
-
-def call_text(call: CallSite) -> str:
-    parts = [*call.args, *(f"{k}={v}" if k != "**" else f"**{v}" for k, v in call.kwargs)]
-    return f"{segs_text(call.target)}({', '.join(parts)})"
-
-
-@dataclass
-class Regions:
-    """One round's result: every (blocking call, collective) pair, and the round's tail."""
-
-    round: Round
-    pairs: list[Pair]
-    tail: list[BlockingCall]
+__all__ = ["BlockingAnalysis", "BlockingCall", "Pair", "Regions"]
+MemoKey = tuple[str, frozenset[tuple[Cond, Any]], frozenset[tuple[str, str]]]
 
 
 class BlockingAnalysis:
@@ -178,61 +81,14 @@ class BlockingAnalysis:
         self.program = program
         self.collectives = collectives
         self.catalog = catalog
-        self.cadence_helpers = tuple(cadence_helpers)
-        self._memo: dict[str, Summary] = {}
+        self.classify = CallClassifier(program, catalog, cadence_helpers)
+        self.context = RoundContext(program)
+        self._memo: dict[MemoKey, Summary] = {}
         self._stack: list[str] = []
-        self._property_names: frozenset[str] | None = None
-        self._property_memo: dict[tuple[str, Segs], tuple[str, ...]] = {}
 
-    # -- model lookups -------------------------------------------------------------------------
     def function_cadence(self, name: str) -> str | None:
-        """Why everything under `name` runs only now and then: a cache, or a configured helper."""
-        import fnmatch
+        return self.classify.function_cadence(name)
 
-        record = self.program.functions.get(name)
-        if record is None:
-            return None
-        for dec in record.info.decorators:
-            if caching_catalog().decorator(dec):
-                return f"{dec[-1]} on `{record.info.qualname}`"
-        if any(fnmatch.fnmatchcase(name, pat) for pat in self.cadence_helpers):
-            return f"cadence helper `{record.info.qualname}` (config `cadence-helpers`)"
-        return None
-
-    def _properties(self) -> frozenset[str]:
-        if self._property_names is None:
-            self._property_names = frozenset(
-                record.info.name
-                for record in self.program.functions.values()
-                if record.info.cls
-                and any(d and d[-1] in _PROPERTY_DECORATORS for d in record.info.decorators)
-            )
-        return self._property_names
-
-    def property_targets(self, record: FunctionRecord, ref: Segs) -> tuple[str, ...]:
-        """`self.budget` where `budget` is a property: reading it runs the getter."""
-        if len(ref) < 2 or ref[-1] not in self._properties() or CALL in ref or SUBSCRIPT in ref:
-            return ()
-        key = (record.qualname, ref)
-        if key in self._property_memo:
-            return self._property_memo[key]
-        resolver = self.program.resolver
-        found: list[str] = []
-        for owner in resolver.evaluate(record, ref[:-1]):  # type: ignore[attr-defined]
-            if owner.kind != "instance":
-                continue
-            for cls in self.program.mro(owner.name):
-                method = self.program.classes[cls].methods.get(ref[-1])
-                if method is not None:
-                    decorators = self.program.functions[method].info.decorators
-                    if any(d and d[-1] in _PROPERTY_DECORATORS for d in decorators):
-                        found.append(method)
-                    break
-        result = tuple(sorted(set(found)))
-        self._property_memo[key] = result
-        return result
-
-    # -- the catalog, with precision -------------------------------------------------------------
     def blocking_call(
         self,
         record: FunctionRecord,
@@ -242,72 +98,27 @@ class BlockingAnalysis:
         env: Mapping[str, str],
         guards: Guards,
         cadence: str | None,
+        known: Mapping[Cond, Any] | None = None,
     ) -> BlockingCall | None:
-        entry: BlockingEntry | None = None
-        target_name = ""
-        confidence, note = "high", ""
-        for target in targets:
-            config_only = target.name in self.program.functions
-            found = self.catalog.match(target.name, config_only=config_only)
-            if found is not None:
-                entry, target_name = found, target.name
-                break
-        if entry is None:
-            method = call.target[-1] if call.target else ""
-            untyped = all(t.name.startswith("typing.") for t in targets)
-            if untyped and len(call.target) >= 2 and method not in (CALL, SUBSCRIPT):
-                entry = self.catalog.by_method(method)
-                confidence = "low"
-                receiver = segs_text(call.target[:-1])
-                note = f"receiver `{receiver}` not typed: matched by the name `.{method}()`"
-        if entry is None:
-            return None
-        guard = entry.guard
-        if guard == "tensor-device":
-            fact = receiver_fact(call, stmt_calls, env)
-            if fact == CPU:
-                return None
-            if fact == DEVICE:
-                confidence, note = "high", "the tensor was created on a device (literal device=)"
-            elif confidence != "low":
-                confidence, note = "medium", "the tensor's device is not known here"
-        elif guard == "zmq-flags":
-            if flags_clear(call):
-                return None
-            if call.args or call.kwarg("flags") is not None:
-                confidence, note = "medium", "flags passed that may include zmq.NOBLOCK"
-        elif guard == "timeout":
-            if timeout_clear(call, entry):
-                return None
-        elif guard == "thread-dead" and (thread_dead(call, guards) or timeout_clear(call, entry)):
-            return None
-        return BlockingCall(
-            callee=entry.name,
-            target=target_name,
-            kind=entry.kind,
-            reason=entry.reason,
-            confidence=confidence,
-            note=note,
-            text=call_text(call),
-            path=record.path,
-            line=call.line,
-            col=call.col,
-            function=record.qualname,
-            chain=(Hop(record.qualname, record.path, call.line),),
-            cadenced=cadence,
+        return self.classify.blocking_call(
+            record, call, stmt_calls, targets, env, guards, cadence, known
         )
 
     # -- summaries -----------------------------------------------------------------------------
-    def summary(self, name: str) -> tuple[Summary, set[str]]:
-        """`name`'s summary and the functions still on the stack that it was cut short at."""
-        memo = self._memo.get(name)
+    def summary(
+        self, name: str, known: Mapping[Cond, Any], env: Mapping[str, str]
+    ) -> tuple[Summary, set[str]]:
+        """`name`'s summary under `known` and `env` (facts on entry), and the functions still on
+        the stack that it was cut short at."""
+        key = (name, frozenset(known.items()), frozenset(env.items()))
+        memo = self._memo.get(key)
         if memo is not None:
             return memo, set()
         record = self.program.functions[name]
         self._stack.append(name)
         try:
             walk = _Walk(self, record)
-            out = walk.block(record.info.body, State(True, {}), (), None)
+            out = walk.block(record.info.body, State(True, {}, env, known), (), None)
             end = join([out, *walk.returns])
         finally:
             self._stack.pop()
@@ -317,15 +128,38 @@ class BlockingAnalysis:
             result = Summary(
                 result.first,
                 {
-                    k: replace(p, blocking=_cadenced(p.blocking, cadence))
+                    k: replace(p, blocking=cadenced(p.blocking, cadence))
                     for k, p in result.pairs.items()
                 },
-                {k: _cadenced(c, cadence) for k, c in result.tail.items()},
+                {k: cadenced(c, cadence) for k, c in result.tail.items()},
             )
         cut = walk.cut - {name}
         if not cut:
-            self._memo[name] = result
+            self._memo[key] = result
         return result, cut
+
+    def entry_facts(
+        self, name: str, call: CallSite | None, known: Mapping[Cond, Any]
+    ) -> dict[Cond, Any]:
+        """What holds on entry to `name` from this call: facts on `self` when the receiver is
+        the caller's own `self`, the callee class's invariants, constant parameters."""
+        record = self.program.functions[name]
+        facts: dict[Cond, Any] = {}
+        if call is not None and call.target[:1] in ((SELF,), ("super()",)):
+            facts.update(self.context.self_facts(known))
+        facts.update(self.context.global_facts(known))
+        facts.update(self.context.aliased(record, known))
+        facts.update(self.context.invariants(record))
+        if call is not None:
+            facts.update(bindings(record, call, known))
+        return facts
+
+    def suspended(self, name: str) -> bool:
+        """Calling `name` runs none of its body: a generator (not a context manager's)."""
+        info = self.program.functions[name].info
+        return info.is_generator and not any(
+            d and d[-1] in _CONTEXT_MANAGERS for d in info.decorators
+        )
 
     def on_stack(self, name: str) -> bool:
         return name in self._stack
@@ -337,24 +171,21 @@ class BlockingAnalysis:
         loop = rnd.loop
         header = list(loop.calls) if not loop.targets else []
         self._stack.append(record.qualname)
+        known = self.context.round_facts(record)
         try:
             walk = _Walk(self, record)
-            end = walk.round_body(loop, header, State(True, {}))
+            end = walk.round_body(loop, header, State(True, {}, {}, known))
             pairs = dict(walk.pairs)
             tail = dict(end.pending) if end else {}
             if include_tail and tail:
                 again = _Walk(self, record)
-                again.round_body(loop, header, State(False, tail))
+                again.round_body(loop, header, State(False, tail, {}, known))
                 for key, pair in again.pairs.items():
                     if key not in pairs and pair.blocking.key in tail:
                         pairs[key] = replace(pair, tail=True)
         finally:
             self._stack.pop()
         return Regions(rnd, list(pairs.values()), list(tail.values()))
-
-
-def _cadenced(call: BlockingCall, reason: str) -> BlockingCall:
-    return call if call.cadenced else replace(call, cadenced=reason)
 
 
 class _Walk:
@@ -411,11 +242,17 @@ class _Walk:
             if self.loops:
                 self.loops[-1][0 if kind == "break" else 1].append(state)
             return None
+        if kind in ("if", "loop"):
+            state = self.truth_test(stmt, state, cadence)
         if kind == "if":
             inner = cadence or cadence_of(stmt.text, state.env)
-            body = self.block(stmt.blocks[0], state, (*guards, (stmt.text, True)), inner)
-            orelse = self.block(stmt.blocks[1], state, (*guards, (stmt.text, False)), cadence)
+            body = self.branch(stmt, 0, state, guards, inner)
+            orelse = self.branch(stmt, 1, state, guards, cadence)
             return join([body, orelse])
+        if kind == "expr" and stmt.cond:  # assert: a path where it fails raises
+            if contradicts(stmt.cond, True, state.known):
+                return None
+            return self.assume(state, stmt.cond, True)
         if kind == "loop":
             return self.loop(stmt, state, guards, cadence)
         if kind == "try":
@@ -425,29 +262,65 @@ class _Walk:
             return join([state, *cases])
         return state
 
+    def branch(
+        self, stmt: Stmt, side: int, state: State, guards: Guards, cadence: str | None
+    ) -> State | None:
+        """One side of an `if`, unless the known facts contradict it."""
+        positive = side == 0
+        if contradicts(stmt.cond, positive, state.known):
+            return None
+        inner = self.assume(state, stmt.cond, positive)
+        inner = inner.evolve(taken=(*inner.taken, (stmt.cond, positive)))
+        return self.block(stmt.blocks[side], inner, (*guards, (stmt.cond, positive)), cadence)
+
+    def truth_test(self, stmt: Stmt, state: State, cadence: str | None) -> State:
+        """`if done:` / `while not flag:` on a device tensor reads its value on the host."""
+        found = self.a.classify.truth_test(self.record, stmt, state.env, cadence)
+        if found is None:
+            return state
+        pending = dict(state.pending)
+        merge(pending, {found.key: found})
+        return state.evolve(pending=pending)
+
+    def assume(self, state: State, cond: Cond, positive: bool) -> State:
+        facts = {c: v for c, v in assume(cond, positive).items() if pure(c)}
+        if not facts:
+            return state
+        return state.evolve(known={**state.known, **facts})
+
     def assign(self, stmt: Stmt, state: State) -> State:
-        names = [t[0] for t in stmt.targets if len(t) == 1]
+        state = self._forget_facts(state, stmt.targets)
+        names = [".".join(t) for t in stmt.targets if CALL not in t and SUBSCRIPT not in t]
         if not names:
             return state
         env = dict(state.env)
-        fact = assigned_fact(stmt, state.env) if len(stmt.targets) == 1 else None
+        attrs = self.a.classify.placement.attribute
+        single = len(stmt.targets) == 1
+        fact = assigned_fact(stmt, state.env, state.known, attrs) if single else None
         for name in names:
             if fact is None:
                 env.pop(name, None)
             else:
                 env[name] = fact
-        return State(state.clean, state.pending, env)
+        return state.evolve(env=env)
+
+    def _forget_facts(self, state: State, targets: Sequence[Segs]) -> State:
+        known = state.known
+        for target in targets:
+            known = forget(known, target)
+        return state if known is state.known else state.evolve(known=known)
 
     def _forget(self, state: State, targets: Sequence[Segs]) -> State:
+        state = self._forget_facts(state, targets)
         names = [t[0] for t in targets if len(t) == 1 and t[0] in state.env]
         if not names:
             return state
-        return State(
-            state.clean, state.pending, {k: v for k, v in state.env.items() if k not in names}
-        )
+        return state.evolve(env={k: v for k, v in state.env.items() if k not in names})
 
     def loop(self, stmt: Stmt, state: State, guards: Guards, cadence: str | None) -> State | None:
-        state = self._forget(self.calls(stmt.calls, state, guards, cadence), stmt.targets)
+        # A `for` header advances what it iterates: a generator's body runs here.
+        header = self.calls(stmt.calls, state, guards, cadence, advance=True)
+        state = self._forget(header, stmt.targets)
         entry = current = state
         breaks: list[State] = []
         for _ in range(_MAX_LOOP_PASSES):
@@ -457,7 +330,7 @@ class _Walk:
             breaks.extend(broke)
             following = join([entry, out, *continued])
             assert following is not None
-            if _same(following, current):
+            if same(following, current):
                 break
             current = following
         normal = None if stmt.infinite else self.block(stmt.blocks[1], current, guards, cadence)
@@ -477,28 +350,12 @@ class _Walk:
 
     def lock_context(self, stmt: Stmt, state: State, cadence: str | None) -> State:
         """`with self._lock:` acquires the lock (no call appears in the source)."""
-        items = [part.strip() for part in stmt.text.split(",")]
-        found: dict[Key, BlockingCall] = {}
-        self.a.program.resolve_target(self.fn, ("<none>",))
-        resolver = self.a.program.resolver
-        for ref in stmt.reads:
-            if ".".join(ref) not in items or CALL in ref:
-                continue
-            for value in resolver.evaluate(self.record, ref):  # type: ignore[attr-defined]
-                entry = self.a.catalog.context(value.name) if value.kind == "external" else None
-                if entry is None:
-                    continue
-                call = BlockingCall(
-                    entry.name, value.name, entry.kind, entry.reason, "high",
-                    "`with` acquires it", f"with {'.'.join(ref)}:", self.record.path,
-                    stmt.line, 0, self.fn, (Hop(self.fn, self.record.path, stmt.line),), cadence,
-                )  # fmt: skip
-                found[call.key] = call
+        found = self.a.classify.lock_calls(self.record, stmt, cadence)
         if not found:
             return state
         pending = dict(state.pending)
-        _merge(pending, found)
-        return State(state.clean, pending, state.env)
+        merge(pending, found)
+        return state.evolve(pending=pending)
 
     def try_(self, stmt: Stmt, state: State, guards: Guards, cadence: str | None) -> State | None:
         body, orelse, final, *handlers = stmt.blocks
@@ -522,11 +379,16 @@ class _Walk:
 
     # -- calls ---------------------------------------------------------------------------------
     def calls(
-        self, calls: Sequence[CallSite], state: State, guards: Guards, cadence: str | None
+        self,
+        calls: Sequence[CallSite],
+        state: State,
+        guards: Guards,
+        cadence: str | None,
+        advance: bool = False,
     ) -> State:
         for call in calls:
             if not call.deferred:
-                state = self.call(call, calls, state, guards, cadence)
+                state = self.call(call, calls, state, guards, cadence, advance)
         return state
 
     def call(
@@ -536,16 +398,17 @@ class _Walk:
         state: State,
         guards: Guards,
         cadence: str | None,
+        advance: bool = False,
     ) -> State:
         hop = Hop(self.fn, self.record.path, call.line)
         targets = followed(self.a.program, self.fn, call)
         blocking = self.a.blocking_call(
-            self.record, call, stmt_calls, targets, state.env, guards, cadence
+            self.record, call, stmt_calls, targets, state.env, state.taken, cadence, state.known
         )
         if blocking is not None:
             pending = dict(state.pending)
-            _merge(pending, {blocking.key: blocking})
-            return State(state.clean, pending, state.env)
+            merge(pending, {blocking.key: blocking})
+            return state.evolve(pending=pending)
         outcomes: list[State | None] = []
         for target in targets:
             kind = self.a.collectives.kind(target.name)
@@ -553,22 +416,31 @@ class _Walk:
                 site = CollectiveSite(target.name, kind, self.record.path, call.line, self.fn)
                 outcomes.append(self.apply(Summary({site: ()}, {}, {}), state, hop, cadence))
             elif target.name in self.a.program.functions:
-                outcomes.append(self.enter(target.name, state, hop, cadence))
+                if not advance and self.a.suspended(target.name):
+                    continue  # a generator: its body runs where it is advanced
+                outcomes.append(self.enter(target.name, state, hop, cadence, call))
         if not outcomes:
             return state
         return join(outcomes) or state
 
     def properties(self, stmt: Stmt, state: State, cadence: str | None) -> State:
         for ref in stmt.reads:
-            for name in self.a.property_targets(self.record, ref):
+            for name in self.a.classify.property_targets(self.record, ref):
                 state = self.enter(name, state, Hop(self.fn, self.record.path, stmt.line), cadence)
         return state
 
-    def enter(self, name: str, state: State, hop: Hop, cadence: str | None) -> State:
+    def enter(
+        self, name: str, state: State, hop: Hop, cadence: str | None, call: CallSite | None = None
+    ) -> State:
         if self.a.on_stack(name):
             self.cut.add(name)
             return state
-        summary, cut = self.a.summary(name)
+        record = self.a.program.functions[name]
+        env = {}
+        if call is not None:
+            env = placements(record, call, state.env, self.a.classify.placement.attribute)
+        known = self.a.entry_facts(name, call, state.known)
+        summary, cut = self.a.summary(name, known, env)
         self.cut |= cut
         return self.apply(summary, state, hop, cadence)
 
@@ -579,8 +451,8 @@ class _Walk:
         tail = {key: call.below(hop, cadence) for key, call in summary.tail.items()}
         if not summary.first:
             pending = dict(state.pending)
-            _merge(pending, tail)
-            return State(state.clean, pending, state.env)
+            merge(pending, tail)
+            return state.evolve(pending=pending)
         first = {site: (hop, *chain) for site, chain in summary.first.items()}
         for call in state.pending.values():
             for site, chain in first.items():
@@ -589,4 +461,4 @@ class _Walk:
         if state.clean:
             for site, chain in first.items():
                 self.first.setdefault(site, chain)
-        return State(False, tail, state.env)
+        return state.evolve(clean=False, pending=tail)

@@ -11,56 +11,16 @@ import re
 from collections.abc import Mapping, Sequence
 
 from rankguard.catalogs.catalog import BlockingEntry
-from rankguard.summary.ir import CALL, CallSite, Segs, Stmt
+from rankguard.model.facts import FALSY, TRUTHY, Cond, Facts, Symbol, contradicts
+from rankguard.model.placement import Attrs, Env, of_segs, of_tree, produced
+from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt
 
-# Local facts: name -> "cpu" (a host tensor), "device" (created with a non-CPU device=),
-# "clock" (a time reading).
-CPU, DEVICE, CLOCK = "cpu", "device", "clock"
-
-# Factories that allocate on the CPU unless given `device=`.
-_FACTORIES = frozenset(
-    (
-        "tensor", "zeros", "ones", "empty", "full", "arange", "frombuffer", "from_numpy",
-        "randn", "rand", "randint", "linspace", "eye", "IntTensor", "LongTensor", "FloatTensor",
-        "BoolTensor",
-    )
-)  # fmt: skip
+CLOCK = "clock"  # a local holding a time reading
 _CLOCKS = frozenset(("monotonic", "time", "perf_counter", "monotonic_ns", "time_ns"))
-_ACCELERATORS = "cuda|npu|xpu|musa"
-_CUDA_TEXT = re.compile(rf"""^(f?['"]({_ACCELERATORS})|torch\.device\(f?['"]({_ACCELERATORS}))""")
-_CPU_TEXT = re.compile(r"""^(['"]cpu['"]|torch\.device\(['"]cpu['"]\))$""")
 # `now - self._t >= 30`, `time.monotonic() - self._last > interval`
 _CADENCE = re.compile(
     r"^(?P<now>[\w.]+(?:\(\))?)\s*-\s*(?P<last>[\w.\[\]'\"]+)\s*>=?\s*(?P<every>.+)$"
 )
-
-
-def _is_cpu_text(text: str | None) -> bool:
-    return bool(text) and bool(_CPU_TEXT.match(text.strip()))  # type: ignore[union-attr]
-
-
-def produced(call: CallSite) -> str | None:
-    """Where the tensor a call returns lives, when the call itself tells."""
-    target = call.target
-    method = target[-1] if target else ""
-    if method in ("cpu", "numpy", "pin_memory", "tolist", "item"):
-        return CPU
-    if method == "to":
-        first = call.args[0] if call.args else call.kwarg("device")
-        if _is_cpu_text(first):
-            return CPU
-        return DEVICE if first and _CUDA_TEXT.match(first.strip()) else None
-    if len(target) == 2 and target[0] == "torch" and method in _FACTORIES:
-        device = call.kwarg("device")
-        if device is None:
-            return CPU  # PyTorch's default device
-        if _is_cpu_text(device):
-            return CPU
-        # Only a literal says where: `device=self.device` may be either (confidence medium).
-        return DEVICE if _CUDA_TEXT.match(device.strip()) else None
-    if len(target) == 2 and target[0] == "time" and method in _CLOCKS:
-        return CLOCK
-    return None
 
 
 def producer(stmt_calls: Sequence[CallSite], call: CallSite | None, segs: Segs) -> CallSite | None:
@@ -74,38 +34,50 @@ def producer(stmt_calls: Sequence[CallSite], call: CallSite | None, segs: Segs) 
     return found
 
 
+def value_fact(
+    segs: Segs, stmt_calls: Sequence[CallSite], before: CallSite | None, env: Env, attrs: Attrs
+) -> str | None:
+    """Where the value `segs` spells lives: a call result made in the same statement
+    (`f(...).float()`), a local, or an attribute."""
+    while segs and segs[-1] == SUBSCRIPT:
+        segs = segs[:-1]
+    if segs and segs[-1] == CALL:
+        made = producer(stmt_calls, before, segs[:-1])
+        if made is None:
+            return None
+        return produced(
+            made, env, lambda: value_fact(made.target[:-1], stmt_calls, made, env, attrs)
+        )
+    return of_segs(segs, env, attrs)
+
+
 def receiver_fact(
-    call: CallSite, stmt_calls: Sequence[CallSite], env: Mapping[str, str]
+    call: CallSite, stmt_calls: Sequence[CallSite], env: Env, attrs: Attrs
 ) -> str | None:
     """What is known about the receiver of a method call (`x.item()`, `f(...).item()`)."""
     receiver = call.target[:-1]
-    if not receiver:
-        return None
-    if receiver[-1] == CALL:
-        made = producer(stmt_calls, call, receiver[:-1])
-        return produced(made) if made is not None else None
-    if len(receiver) == 1:
-        return env.get(receiver[0])
-    return None
+    return value_fact(receiver, stmt_calls, call, env, attrs) if receiver else None
 
 
-def assigned_fact(stmt: Stmt, env: Mapping[str, str]) -> str | None:
+def assigned_fact(stmt: Stmt, env: Env, known: Facts, attrs: Attrs) -> str | None:
     """The fact an assignment gives its single target."""
     shape = stmt.value
-    if not shape:
-        return None
-    if shape[0] == "call":
-        made = producer(stmt.calls, None, tuple(shape[1]))
-        return produced(made) if made is not None else None
-    if shape[0] == "ref" and len(shape[1]) == 1:
-        return env.get(shape[1][0])
-    return None
+    if shape and shape[0] == "call" and len(shape[1]) == 2 and shape[1][0] == "time":
+        return CLOCK if shape[1][1] in _CLOCKS else None
+    return of_tree(stmt.tree, env, known, attrs)
 
 
-def flags_clear(call: CallSite) -> bool:
-    """zmq: NOBLOCK / DONTWAIT anywhere in the arguments returns at once."""
+def flags_clear(call: CallSite, known: Facts) -> bool:
+    """zmq: NOBLOCK / DONTWAIT anywhere in the arguments (or in the constant a parameter
+    passed as flags was bound to at the call site) returns at once."""
     texts = [*call.args, *(value for _, value in call.kwargs)]
-    return any("NOBLOCK" in t or "DONTWAIT" in t for t in texts)
+    for text in texts:
+        bound = known.get(("ref", (text,))) if text.isidentifier() else None
+        if isinstance(bound, Symbol):
+            text = bound.name
+        if "NOBLOCK" in text or "DONTWAIT" in text:
+            return True
+    return False
 
 
 def timeout_clear(call: CallSite, entry: BlockingEntry) -> bool:
@@ -124,17 +96,34 @@ def timeout_clear(call: CallSite, entry: BlockingEntry) -> bool:
     return False
 
 
-def thread_dead(call: CallSite, guards: Sequence[tuple[str, bool]]) -> bool:
-    """`if not t.is_alive(): t.join()` (or the else branch of `if t.is_alive():`)."""
-    receiver = ".".join(s for s in call.target[:-1] if s != CALL)
+def unreachable_while(
+    call: CallSite, guards: Sequence[tuple[Cond, bool]], method: str, truthy: bool
+) -> bool:
+    """The conditions on the path cannot all hold while `receiver.<method>()` has that truth:
+    `if not t.is_alive(): t.join()`, `if w.is_completed(): w.wait()`."""
+    receiver = tuple(s for s in call.target[:-1] if s != CALL)
     if not receiver:
         return False
-    alive = f"{receiver}.is_alive()"
-    for text, positive in guards:
-        if positive and f"not {alive}" in text:
-            return True
-        if not positive and text.strip() == alive:
-            return True
+    state = {("call", (*receiver, method), (), ()): TRUTHY if truthy else FALSY}
+    return any(contradicts(cond, positive, state) for cond, positive in guards)
+
+
+def thread_dead(call: CallSite, guards: Sequence[tuple[Cond, bool]]) -> bool:
+    return unreachable_while(call, guards, "is_alive", True)
+
+
+def bounded(call: CallSite, stmt_calls: Sequence[CallSite]) -> bool:
+    """Awaited inside `asyncio.wait_for(..., timeout)` (or under `asyncio.timeout(...)`) in the
+    same statement: the wait gives up."""
+    after = False
+    for other in stmt_calls:
+        if other is call:
+            after = True
+            continue
+        if after and other.target[-1:] == ("wait_for",):
+            timeout = other.kwarg("timeout") or (other.args[1] if len(other.args) > 1 else None)
+            if timeout is not None and timeout != "None":
+                return True
     return False
 
 

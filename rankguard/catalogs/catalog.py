@@ -47,8 +47,6 @@ def collective_catalog(extra_patterns: tuple[str, ...] = ()) -> CollectiveCatalo
 
 # -- what blocks --------------------------------------------------------------------------------
 
-GUARDS = frozenset(("tensor-device", "zmq-flags", "timeout", "thread-dead"))
-
 
 def normalise(callee: str) -> str:
     """`queue.Queue().get` -> `queue.Queue.get`: catalog patterns name types, not call results."""
@@ -68,6 +66,7 @@ class BlockingEntry:
     guard: str | None = None
     block_arg: int | None = None
     timeout_arg: int | None = None
+    ready: tuple[str, ...] = ()  # receiver methods whose truth means the wait returns at once
     origin: str = "catalog"  # catalog | config
 
 
@@ -85,6 +84,7 @@ def _entry(data: dict, origin: str, where: str) -> BlockingEntry:
         guard=guard,
         block_arg=data.get("block-arg"),
         timeout_arg=data.get("timeout-arg"),
+        ready=tuple(data.get("ready", ())),
         origin=origin,
     )
 

@@ -23,6 +23,7 @@ from rankguard.commands._shared import (
     print_warnings,
 )
 from rankguard.core.errors import InputError
+from rankguard.core.findings import Finding
 from rankguard.pipelines.check import CheckOptions, CheckRun, run_check
 from rankguard.reports.baseline import judge, write_baseline
 from rankguard.reports.sarif import render
@@ -86,11 +87,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="report `# rankguard: ignore[...]` comments that silence nothing",
     )
     parser.add_argument(
+        "--min-confidence",
+        choices=CONFIDENCE,
+        default="low",
+        help="report only findings at least this sure (those without a confidence always)",
+    )
+    parser.add_argument(
         "--statistics", action="store_true", help="text: one count per rule instead of findings"
     )
     parser.add_argument(
         "--quiet", "-q", action="store_true", help="text: the findings only (no summary)"
     )
+
+
+CONFIDENCE = ("low", "medium", "high")
+
+
+def at_least(findings: list[Finding], level: str) -> list[Finding]:
+    """Findings whose `confidence` is at least `level` (findings that carry none stay)."""
+    floor = CONFIDENCE.index(level)
+    return [
+        f
+        for f in findings
+        if f.extra.get("confidence") not in CONFIDENCE
+        or CONFIDENCE.index(f.extra["confidence"]) >= floor
+    ]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,6 +129,7 @@ def run(args: argparse.Namespace) -> int:
         warn=print_warnings,
     )
     run = run_check(paths, config, args.config is not None, chosen, rules, options)
+    run.result.findings = at_least(run.result.findings, args.min_confidence)
     if not args.quiet:
         for found in run.discoveries:
             announce(found)

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from rankguard.core import progress
 from rankguard.core.config import Config
-from rankguard.core.errors import ErrorRecord, internal_error
+from rankguard.core.errors import ErrorRecord, InputError, internal_error
 from rankguard.core.findings import Finding, fingerprint
 from rankguard.model.program import Program
 from rankguard.rules.base import Example, Invalid, Rule, RuleContext
@@ -117,6 +117,8 @@ def run_rules(
         try:
             # All or nothing: a rule that fails half-way contributes no partial findings.
             found.extend(list(rule_class().check(context)))
+        except InputError:  # the user's input (a config entry a rule reads): exit 2, as such
+            raise
         except Exception as exc:  # a rule's bug must not hide the other rules' findings
             result.failures.append(internal_error(f"rule '{rule_class.name}'", exc))
         bar.advance()

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from rankguard.summary.conditions import condition, with_items
 from rankguard.summary.ir import (
     CALL,
     OPAQUE,
@@ -158,6 +159,24 @@ def element_ref(node: ast.AST | None) -> Segs | None:
     return annotation_ref(node.slice)
 
 
+def _is_literal(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and (
+        node.value is None or isinstance(node.value, (bool, int, float, str))
+    )
+
+
+def _is_generator(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A `yield` in the function's own body (not in a nested function, lambda or class)."""
+    todo: list[ast.AST] = list(node.body)
+    while todo:
+        item = todo.pop()
+        if isinstance(item, (ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(item))
+    return False
+
+
 def _is_super(node: ast.Call) -> bool:
     return isinstance(node.func, ast.Name) and node.func.id == "super" and not node.args
 
@@ -189,14 +208,19 @@ class _Reads(ast.NodeVisitor):
         if target and target[0] not in (OPAQUE,) and len(target) > 0:
             self.reads.append(target[:-1] if len(target) > 1 else target)
         args: list[str] = []
+        literals: list[tuple[str, Any]] = []
         operands: list[Operand] = []
-        for arg in node.args:
+        for index, arg in enumerate(node.args):
             operands.append(self._operand("*" if isinstance(arg, ast.Starred) else None, arg))
             args.append(short_text(arg))
+            if _is_literal(arg):
+                literals.append((str(index), arg.value))  # type: ignore[attr-defined]
         kwargs: list[tuple[str, str]] = []
         for kw in node.keywords:
             operands.append(self._operand(kw.arg or "**", kw.value))
             kwargs.append((kw.arg or "**", short_text(kw.value)))
+            if kw.arg and _is_literal(kw.value):
+                literals.append((kw.arg, kw.value.value))  # type: ignore[attr-defined]
         self.calls.append(
             CallSite(
                 target,
@@ -206,6 +230,7 @@ class _Reads(ast.NodeVisitor):
                 tuple(kwargs),
                 self._deferred > 0,
                 tuple(operands),
+                tuple(literals),
             )
         )
         self._spans.append((first_read, len(self.reads), first_call))
@@ -378,7 +403,10 @@ class _Builder:
 
         def param(arg: ast.arg, default: ast.expr | None) -> Param:
             ann = arg.annotation
-            return Param(arg.arg, annotation_ref(ann), _default_text(default), element_ref(ann))
+            literal = (default.value,) if _is_literal(default) else ()  # type: ignore[union-attr]
+            return Param(
+                arg.arg, annotation_ref(ann), _default_text(default), element_ref(ann), literal
+            )
 
         params += [param(arg, default) for arg, default in zip(positional, defaults, strict=True)]
         if a.vararg:
@@ -410,6 +438,7 @@ class _Builder:
                 isinstance(node, ast.AsyncFunctionDef),
                 global_names,
                 tuple(isinstance(d, ast.Call) for d in node.decorator_list),
+                _is_generator(node),
             )
         )
 
@@ -504,6 +533,7 @@ class _Builder:
                 reads=tuple(r.reads),
                 value=_value_shape(node.value),
                 existence=tuple(r.existence),
+                tree=condition(node.value, reference) if node.value is not None else (),
             )
         if isinstance(node, ast.Raise):
             r = self._exprs([node.exc, node.cause])
@@ -527,6 +557,7 @@ class _Builder:
                 reads=tuple(r.reads),
                 existence=tuple(r.existence),
                 truths=_truths(node.test),
+                cond=condition(node.test, reference),
             )
         if isinstance(node, ast.While):
             r = self._expr(node.test)
@@ -541,6 +572,7 @@ class _Builder:
                 infinite=infinite,
                 existence=tuple(r.existence),
                 truths=_truths(node.test),
+                cond=condition(node.test, reference),
             )
         if isinstance(node, (ast.For, ast.AsyncFor)):
             r = self._expr(node.iter)
@@ -572,6 +604,7 @@ class _Builder:
                 text=", ".join(short_text(item.context_expr) for item in node.items),
                 targets=tuple(targets),
                 reads=tuple(r.reads),
+                items=with_items(node, reference),
             )
         if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
             handlers = []
@@ -604,7 +637,8 @@ class _Builder:
         if isinstance(node, (ast.Assert, ast.Delete)):
             parts = [node.test, node.msg] if isinstance(node, ast.Assert) else node.targets
             r = self._exprs(parts)
-            return Stmt("expr", line, tuple(r.calls), reads=tuple(r.reads))
+            test = condition(node.test, reference) if isinstance(node, ast.Assert) else ()
+            return Stmt("expr", line, tuple(r.calls), reads=tuple(r.reads), cond=test)
         return Stmt("pass", line)
 
     def _expr_decorators(self, decorators: list[ast.expr]) -> None:
@@ -635,7 +669,7 @@ class _Builder:
         if isinstance(node, ast.AnnAssign):
             ann = annotation_ref(node.annotation)
             if ann and shape[0] not in ("call",):
-                shape = ("annotated", ann)
+                shape = ("annotated", ann, shape)
             elif ann:
                 shape = (*shape, ann)
             elif element_ref(node.annotation) is not None:
@@ -653,6 +687,7 @@ class _Builder:
             reads=tuple(reads),
             value=shape,
             existence=tuple(r.existence),
+            tree=() if isinstance(node, ast.AugAssign) else condition(value, reference),
         )
 
     def imports(self, node: ast.Import | ast.ImportFrom, scope: str) -> None:

@@ -58,6 +58,8 @@ class CallSite:
     kwargs: tuple[tuple[str, str], ...] = ()  # (keyword, short text); "**" for **kw
     deferred: bool = False  # inside a lambda: runs later, not here
     operands: tuple[Operand, ...] = ()  # positional first, then keywords, as written
+    # Arguments that are literal constants: (position as "0", "1", ... or keyword, value).
+    literals: tuple[tuple[str, Any], ...] = ()
 
     def operand(self, keyword: str) -> Operand | None:
         return next((o for o in self.operands if o.keyword == keyword), None)
@@ -98,6 +100,11 @@ class Stmt:
     # References whose truth a test takes (`if q`, `not q`, `a and q`) or a `for` iterates:
     # how many items they hold decides, not what the items are.
     truths: tuple[Segs, ...] = ()
+    # The test of an if / while / assert as a tree (`summary.conditions`); () when none.
+    # An `assert` is an "expr" statement whose `cond` is set.
+    cond: tuple[Any, ...] = ()
+    items: tuple[tuple[Any, ...], ...] = ()  # with: each item's expression, as a tree
+    tree: tuple[Any, ...] = ()  # assign / return: the value as a tree (`summary.conditions`)
 
 
 @dataclass(slots=True)
@@ -106,6 +113,7 @@ class Param:
     annotation: Segs | None = None
     default: str | None = None
     items: Segs | None = None  # element class of a `List[T]`-like annotation
+    literal: tuple[Any, ...] = ()  # (value,) when the default is a literal constant
 
 
 @dataclass(slots=True)
@@ -124,6 +132,7 @@ class FunctionInfo:
     global_names: tuple[str, ...] = ()  # names it declares `global` (and may rebind)
     # Per decorator: written as a call (`@factory(arg)`, the decorator is what it returns).
     decorator_called: tuple[bool, ...] = ()
+    is_generator: bool = False  # has `yield`: calling it runs nothing until it is advanced
 
 
 @dataclass(slots=True)

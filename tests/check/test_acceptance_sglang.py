@@ -41,10 +41,9 @@ VERIFIED = [
     # payload's irecv.
     (PP, "utils/common.py", 2791, "torch.distributed.Work.wait", "work-wait", "utils/common.py", 2801),
     # recv_tensor_dict: irecv(...).wait() of the proxy tensors before the next all_gather.
-    (PP, "distributed/parallel_state.py", 1887, "torch.distributed.Work.wait", "work-wait", "distributed/parallel_state.py", 1395),
-    # Device-to-host: the size of a broadcast object list read with .item() on a tensor made
-    # with `device=device` (CUDA unless force_cpu_device), before the payload broadcast.
-    (PP, "utils/common.py", 2731, "torch.Tensor.item", "device-sync", "utils/common.py", 2737),
+    # all_gather(tensor, dim=0) leaves output_tensor_list None, so the gather that runs is the
+    # all_gather_into_tensor at the end of GroupCoordinator.all_gather (not its list branch).
+    (PP, "distributed/parallel_state.py", 1887, "torch.distributed.Work.wait", "work-wait", "distributed/parallel_state.py", 1429),
     # Device-to-host: the pp loop waits for the D2H copy event of the next micro-batch's
     # outputs (`d2h_event.synchronize()`, a torch.cuda.Event; the receiver is untyped).
     (PP, "managers/scheduler_pp_mixin.py", 192, "torch.cuda.Stream.synchronize", "device-sync", None, None),
@@ -53,8 +52,16 @@ VERIFIED = [
 ]  # fmt: skip
 
 # Verified as not blocking: CPU tensors in point_to_point_pyobj (`torch.tensor([0], ...)`
-# without device=, `torch.empty(size, dtype=...)`), read after the irecv completes.
-NOT_BLOCKING = [("utils/common.py", 2793), ("utils/common.py", 2806)]
+# without device=, `torch.empty(size, dtype=...)`), read after the irecv completes; the size
+# in broadcast_pyobj, whose callers all keep the default force_cpu_device=True (a host tensor
+# on the CPU group); `failed[index].item()` on a `torch.zeros(...)` host tensor in the request
+# receiver.
+NOT_BLOCKING = [
+    ("utils/common.py", 2793),
+    ("utils/common.py", 2806),
+    ("utils/common.py", 2731),
+    ("managers/scheduler_components/request_receiver.py", 306),
+]
 
 
 @pytest.fixture(scope="module")
@@ -91,10 +98,10 @@ def test_verified_blocking_calls_are_found(findings: list[dict], row: tuple):
     assert finding["chain"][0]["function"] == round_name
     assert finding["chain"][-1]["path"] == path and finding["chain"][-1]["line"] == line
     if coll_path is not None:
-        assert (finding["collective"]["path"], finding["collective"]["line"]) == (
-            coll_path,
-            coll_line,
-        )
+        # Among the collectives it delays (the first named may be one of several dispatch
+        # branches, e.g. an HPU communicator's, that the model cannot rule out).
+        paired = {(c["path"], c["line"]) for c in finding["collectives"]}
+        assert (coll_path, coll_line) in paired
 
 
 def test_verified_non_blocking_calls_are_not_found(findings: list[dict]):

@@ -316,9 +316,9 @@ def test_recursion_and_cycles_terminate(tmp_path: Path):
                 torch.cuda.synchronize()  # expect
                 walk(node.right)
 
-        def event_loop():
+        def event_loop(root):
             while True:
-                walk(None)
+                walk(root)
                 dist.broadcast(None, 0)
                 ping(3)
         """,
@@ -393,3 +393,63 @@ def test_cadenced_calls_are_reported_and_marked(tmp_path: Path):
     assert "cadence helper" in cadence["gc.collect"]
     assert "self._last" in cadence["torch.cuda.empty_cache"]
     assert "self._t" in cadence["torch.cuda.synchronize"]
+
+
+def test_thread_liveness_is_read_from_the_condition_not_its_text(tmp_path: Path):
+    # `or` makes the join reachable while the thread is alive: a real wait.
+    _assert_marked(
+        tmp_path,
+        """
+        class S:
+            def event_loop(self, t):
+                while True:
+                    th = threading.Thread(target=print)
+                    if not th.is_alive() or self.force:
+                        th.join()  # expect
+                    if not th.is_alive() and self.force:
+                        th.join()
+                    if not (th.is_alive() or self.force):
+                        th.join()
+                    dist.barrier()
+        """,
+    )
+
+
+def test_with_items_come_from_the_ir(tmp_path: Path):
+    # Only a lock that is itself a with-item is acquired, not one passed inside an item's call.
+    findings = _assert_marked(
+        tmp_path,
+        """
+        class S:
+            def __init__(self):
+                self._lock = threading.Lock()
+
+            def event_loop(self):
+                while True:
+                    with self.timer("label", self._lock, 1):
+                        pass
+                    with self.timer("label"), self._lock:  # expect
+                        pass
+                    dist.barrier()
+        """,
+    )
+    assert [f.extra["blocking"]["callee"] for f in findings] == ["threading.Lock.acquire"]
+
+
+def test_zmq_flags_passed_through_a_parameter(tmp_path: Path):
+    findings = _assert_marked(
+        tmp_path,
+        """
+        def sock_recv(socket: zmq.Socket, flags=0):
+            return socket.recv_pyobj(flags=flags)  # expect
+
+        def event_loop(sock: zmq.Socket):
+            while True:
+                a = sock_recv(sock, zmq.NOBLOCK)
+                dist.barrier()
+                b = sock_recv(sock)
+                dist.all_reduce(None)
+        """,
+    )
+    # The call passing zmq.NOBLOCK returns at once: only the default-flags call waits.
+    assert [f.extra["collective"]["callee"] for f in findings] == ["torch.distributed.all_reduce"]

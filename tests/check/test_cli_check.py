@@ -285,3 +285,18 @@ def test_a_plugin_sees_a_libcst_module_per_file(capsys, tmp_path: Path):
     code, payload = _json(capsys, str(root), "--select", "local-todo-comment")
     assert code == 1
     assert [(f["path"], f["line"]) for f in payload["findings"]] == [("pkg/other.py", 3)]
+
+
+def test_min_confidence_filters_blocking_findings(capsys, tmp_path: Path):
+    root = _tree(
+        tmp_path,
+        PROGRAM.replace("gc.collect()", "gc.collect()\n        stream.synchronize()").replace(
+            "def event_loop():", "def event_loop(stream):"
+        ),
+    )
+    _, everything = _json(capsys, str(root))
+    assert sorted(f["confidence"] for f in everything["findings"]) == ["high", "high", "low"]
+    code, high = _json(capsys, str(root), "--min-confidence", "high")
+    assert code == 1 and [f["confidence"] for f in high["findings"]] == ["high", "high"]
+    _, low = _json(capsys, str(root), "--min-confidence", "low")
+    assert low == everything

@@ -90,3 +90,20 @@ def test_a_crash_outside_the_rules_exits_2_with_one_line(capsys, tmp_path: Path,
     assert code == 2
     assert len([line for line in err.splitlines() if line.strip()]) == 1
     assert "internal error" in err and "graph" in err and "KeyError" in err
+
+
+def test_a_bad_config_entry_a_rule_reads_is_an_input_error_not_a_bug(capsys, tmp_path: Path):
+    """Catalog entries from config are validated when a rule first reads them; that is the
+    user's input, so the message names the key and does not ask for a bug report."""
+    root = write_tree(
+        tmp_path,
+        {
+            "pyproject.toml": '[tool.rankguard]\nrounds = ["*.event_loop"]\n'
+            'blocking = [{name = "x.wait", gaurd = "timeout"}]\n',
+            "pkg/loop.py": LOOP,
+        },
+    )
+    code = main(["check", str(root), "--no-cache", "--format", "json"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "gaurd" in err and "internal error" not in err and "bug" not in err

@@ -1,0 +1,223 @@
+"""Which calls the blocking walk reports, and how sure it is: the catalog, with precision.
+
+The catalog says which callees may block; this module decides, for one call site, whether
+what is known there clears it (a tensor on the CPU, a timeout, zmq.NOBLOCK, a thread that
+cannot be alive) and the finding's confidence: `high` only where the model knows the callee and
+knows it blocks, `medium` where a guard could not decide (a tensor of unknown placement), `low`
+where only the method's name matched. It also knows what runs "now and then" (cadence) and
+which attribute reads run a property getter.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Mapping, Sequence
+
+from rankguard.analysis.blocking_types import BlockingCall, Guards, call_text
+from rankguard.analysis.precision import (
+    bounded,
+    flags_clear,
+    receiver_fact,
+    thread_dead,
+    timeout_clear,
+    unreachable_while,
+    value_fact,
+)
+from rankguard.catalogs.caching import caching_catalog
+from rankguard.catalogs.catalog import BlockingCatalog, BlockingEntry
+from rankguard.core.chains import Hop
+from rankguard.model.facts import Facts
+from rankguard.model.placement import CPU, DEVICE, AttributePlacement, of_segs, produced
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord, Target
+from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt, segs_text
+
+_PROPERTY_DECORATORS = frozenset(("property", "cached_property"))
+
+
+class CallClassifier:
+    """Per program and catalog; memoises property lookups."""
+
+    def __init__(
+        self, program: Program, catalog: BlockingCatalog, cadence_helpers: Sequence[str] = ()
+    ) -> None:
+        self.program = program
+        self.catalog = catalog
+        self.cadence_helpers = tuple(cadence_helpers)
+        self._property_names: frozenset[str] | None = None
+        self._property_memo: dict[tuple[str, Segs], tuple[str, ...]] = {}
+        self.placement = AttributePlacement(
+            {name: record.info.body for name, record in program.functions.items()}
+        )
+
+    # -- model lookups -------------------------------------------------------------------------
+    def function_cadence(self, name: str) -> str | None:
+        """Why everything under `name` runs only now and then: a cache, or a configured helper."""
+        record = self.program.functions.get(name)
+        if record is None:
+            return None
+        for dec in record.info.decorators:
+            if caching_catalog().decorator(dec):
+                return f"{dec[-1]} on `{record.info.qualname}`"
+        if any(fnmatch.fnmatchcase(name, pat) for pat in self.cadence_helpers):
+            return f"cadence helper `{record.info.qualname}` (config `cadence-helpers`)"
+        return None
+
+    def _properties(self) -> frozenset[str]:
+        if self._property_names is None:
+            self._property_names = frozenset(
+                record.info.name
+                for record in self.program.functions.values()
+                if record.info.cls
+                and any(d and d[-1] in _PROPERTY_DECORATORS for d in record.info.decorators)
+            )
+        return self._property_names
+
+    def property_targets(self, record: FunctionRecord, ref: Segs) -> tuple[str, ...]:
+        """`self.budget` where `budget` is a property: reading it runs the getter."""
+        if len(ref) < 2 or ref[-1] not in self._properties() or CALL in ref or SUBSCRIPT in ref:
+            return ()
+        key = (record.qualname, ref)
+        if key in self._property_memo:
+            return self._property_memo[key]
+        resolver = self.program.resolver
+        found: list[str] = []
+        for owner in resolver.evaluate(record, ref[:-1]):  # type: ignore[attr-defined]
+            if owner.kind != "instance":
+                continue
+            for cls in self.program.mro(owner.name):
+                method = self.program.classes[cls].methods.get(ref[-1])
+                if method is not None:
+                    decorators = self.program.functions[method].info.decorators
+                    if any(d and d[-1] in _PROPERTY_DECORATORS for d in decorators):
+                        found.append(method)
+                    break
+        result = tuple(sorted(set(found)))
+        self._property_memo[key] = result
+        return result
+
+    # -- the catalog, with precision -------------------------------------------------------------
+    def blocking_call(
+        self,
+        record: FunctionRecord,
+        call: CallSite,
+        stmt_calls: Sequence[CallSite],
+        targets: Sequence[Target],
+        env: Mapping[str, str],
+        guards: Guards,
+        cadence: str | None,
+        known: Facts | None = None,
+    ) -> BlockingCall | None:
+        entry: BlockingEntry | None = None
+        target_name = ""
+        confidence, note = "high", ""
+        for target in targets:
+            config_only = target.name in self.program.functions
+            found = self.catalog.match(target.name, config_only=config_only)
+            if found is not None:
+                entry, target_name = found, target.name
+                break
+        if entry is None:
+            method = call.target[-1] if call.target else ""
+            untyped = all(t.name.startswith("typing.") for t in targets)
+            if untyped and len(call.target) >= 2 and method not in (CALL, SUBSCRIPT):
+                entry = self.catalog.by_method(method)
+                confidence = "low"
+                receiver = segs_text(call.target[:-1])
+                note = f"receiver `{receiver}` not typed: matched by the name `.{method}()`"
+        if entry is None:
+            return None
+        guard = entry.guard
+        taken = (*guards,)
+        if bounded(call, stmt_calls):
+            return None
+        if any(unreachable_while(call, taken, m, False) for m in entry.ready):
+            return None
+        if guard == "tensor-device":
+            fact = receiver_fact(call, stmt_calls, env, self.placement.attribute)
+            if fact == CPU:
+                return None
+            if fact == DEVICE:
+                confidence, note = "high", "the tensor is known to live on a device"
+            elif confidence != "low":
+                confidence, note = "medium", "the tensor's device is not known here"
+        elif guard == "tensor-arg":
+            first = call.args[0] if call.args else ""
+            if not first.isidentifier():
+                return None
+            if value_fact((first,), stmt_calls, call, env, self.placement.attribute) != DEVICE:
+                return None
+            note = "the tensor is known to live on a device"
+        elif guard == "device-result":
+            if produced(call, env, lambda: None) != DEVICE:
+                return None
+            note = "the tensor is made on a device"
+        elif guard == "zmq-flags":
+            if flags_clear(call, known or {}):
+                return None
+            if call.args or call.kwarg("flags") is not None:
+                confidence, note = "medium", "flags passed that may include zmq.NOBLOCK"
+        elif guard == "timeout":
+            if timeout_clear(call, entry):
+                return None
+        elif guard == "thread-dead" and (thread_dead(call, taken) or timeout_clear(call, entry)):
+            return None
+        return BlockingCall(
+            callee=entry.name,
+            target=target_name,
+            kind=entry.kind,
+            reason=entry.reason,
+            confidence=confidence,
+            note=note,
+            text=call_text(call),
+            path=record.path,
+            line=call.line,
+            col=call.col,
+            function=record.qualname,
+            chain=(Hop(record.qualname, record.path, call.line),),
+            cadenced=cadence,
+        )
+
+    def lock_calls(
+        self, record: FunctionRecord, stmt: Stmt, cadence: str | None
+    ) -> dict[tuple[str, int, int, str], BlockingCall]:
+        """`with self._lock:` acquires the lock (no call appears in the source)."""
+        found: dict[tuple[str, int, int, str], BlockingCall] = {}
+        resolver = self.program.resolver
+        fn = record.qualname
+        for item in stmt.items:
+            if item[0] != "ref":
+                continue
+            ref = item[1]
+            for value in resolver.evaluate(record, ref):  # type: ignore[attr-defined]
+                entry = self.catalog.context(value.name) if value.kind == "external" else None
+                if entry is None:
+                    continue
+                call = BlockingCall(
+                    entry.name, value.name, entry.kind, entry.reason, "high",
+                    "`with` acquires it", f"with {'.'.join(ref)}:", record.path,
+                    stmt.line, 0, fn, (Hop(fn, record.path, stmt.line),), cadence,
+                )  # fmt: skip
+                found[call.key] = call
+        return found
+
+    def truth_test(
+        self, record: FunctionRecord, stmt: Stmt, env: Mapping[str, str], cadence: str | None
+    ) -> BlockingCall | None:
+        """The test of an `if` / `while` is a tensor known to live on a device."""
+        cond = stmt.cond
+        while cond and cond[0] == "not":
+            cond = cond[1]
+        if not cond or cond[0] != "ref":
+            return None
+        if of_segs(cond[1], env, self.placement.attribute) != DEVICE:
+            return None
+        entry = self.catalog.match("<builtin>.bool")
+        if entry is None:
+            return None
+        fn = record.qualname
+        return BlockingCall(
+            entry.name, "", entry.kind, entry.reason, "high",
+            "the tensor is known to live on a device", f"if {segs_text(cond[1])}:",
+            record.path, stmt.line, 0, fn, (Hop(fn, record.path, stmt.line),), cadence,
+        )  # fmt: skip

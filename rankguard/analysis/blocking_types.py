@@ -1,0 +1,157 @@
+"""What the blocking walk carries: catalog calls with their chains, (call, collective) pairs,
+function summaries, and the path state (pending calls, local value facts, known conditions).
+
+States are never mutated: every transition builds a new one, so a state saved at a branch or a
+loop head stays valid. Joining keeps every pending call (the first chain found, an uncadenced
+one before a cadenced one) and only the facts all joined paths agree on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from rankguard.analysis.collectives import CollectiveSite
+from rankguard.analysis.rounds import Round
+from rankguard.core.chains import Hop
+from rankguard.model.facts import Cond
+from rankguard.summary.ir import CallSite, segs_text
+
+Key = tuple[str, int, int, str]
+Guards = tuple[tuple[Cond, bool], ...]
+
+
+@dataclass(frozen=True)
+class BlockingCall:
+    """One catalog call, with the chain from the function that holds it (innermost last)."""
+
+    callee: str  # the catalog entry's name, e.g. `torch.Tensor.item`
+    target: str  # the callee as the model resolved it ("" when it could not)
+    kind: str
+    reason: str
+    confidence: str  # high | medium | low
+    note: str  # why that confidence, or what precision check was not conclusive
+    text: str
+    path: str
+    line: int
+    col: int
+    function: str
+    chain: tuple[Hop, ...]
+    cadenced: str | None = None
+
+    @property
+    def key(self) -> Key:
+        return (self.path, self.line, self.col, self.callee)
+
+    def below(self, hop: Hop, cadence: str | None) -> BlockingCall:
+        return replace(self, chain=(hop, *self.chain), cadenced=self.cadenced or cadence)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "callee": self.callee,
+            "target": self.target,
+            "path": self.path,
+            "line": self.line,
+            "kind": self.kind,
+            "reason": self.reason,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A blocking call and a collective it may delay; `chain` leads to the collective."""
+
+    blocking: BlockingCall
+    site: CollectiveSite
+    chain: tuple[Hop, ...]
+    tail: bool = False  # the previous round's tail: work after its last collective
+
+    @property
+    def key(self) -> tuple[Key, CollectiveSite]:
+        return (self.blocking.key, self.site)
+
+    def below(self, hop: Hop, cadence: str | None) -> Pair:
+        return Pair(self.blocking.below(hop, cadence), self.site, (hop, *self.chain), self.tail)
+
+
+@dataclass
+class Summary:
+    first: dict[CollectiveSite, tuple[Hop, ...]]
+    pairs: dict[tuple[Key, CollectiveSite], Pair]
+    tail: dict[Key, BlockingCall]
+
+
+@dataclass(frozen=True)
+class State:
+    """Never mutated: every transition builds a new one, so saved states stay valid."""
+
+    clean: bool  # no collective yet on this path (within the function being walked)
+    pending: Mapping[Key, BlockingCall]
+    env: Mapping[str, str] = field(default_factory=dict)  # local name -> value fact
+    known: Mapping[Cond, Any] = field(default_factory=dict)  # conditions' known values
+    # Branch conditions this path took in the function (enclosing ones, and those whose other
+    # side left: `if not w.is_completed(): continue`), as (condition, side) pairs.
+    taken: tuple[tuple[Cond, bool], ...] = ()
+
+    def evolve(self, **changes: Any) -> State:
+        return replace(self, **changes)
+
+
+def merge(into: dict[Key, BlockingCall], more: Mapping[Key, BlockingCall]) -> None:
+    """Keep the first chain found; an uncadenced path outranks a cadenced one."""
+    for key, call in more.items():
+        have = into.get(key)
+        if have is None or (have.cadenced and not call.cadenced):
+            into[key] = call
+
+
+def join(states: Iterable[State | None]) -> State | None:
+    live = [s for s in states if s is not None]
+    if not live:
+        return None
+    if len(live) == 1:
+        return live[0]
+    pending: dict[Key, BlockingCall] = {}
+    for state in live:
+        merge(pending, state.pending)
+    env = _agreed([s.env for s in live])
+    known = _agreed([s.known for s in live])
+    taken = tuple(t for t in live[0].taken if all(t in s.taken for s in live[1:]))
+    return State(any(s.clean for s in live), pending, env, known, taken)
+
+
+def _agreed(maps: list[Mapping[Any, Any]]) -> dict[Any, Any]:
+    out = dict(maps[0])
+    for other in maps[1:]:
+        out = {k: v for k, v in out.items() if k in other and other[k] == v}
+    return out
+
+
+def same(a: State, b: State) -> bool:
+    return (
+        a.clean == b.clean
+        and a.pending.keys() == b.pending.keys()
+        and a.env == b.env
+        and a.known == b.known
+        and a.taken == b.taken
+    )
+
+
+def call_text(call: CallSite) -> str:
+    parts = [*call.args, *(f"{k}={v}" if k != "**" else f"**{v}" for k, v in call.kwargs)]
+    return f"{segs_text(call.target)}({', '.join(parts)})"
+
+
+@dataclass
+class Regions:
+    """One round's result: every (blocking call, collective) pair, and the round's tail."""
+
+    round: Round
+    pairs: list[Pair]
+    tail: list[BlockingCall]
+
+
+def cadenced(call: BlockingCall, reason: str) -> BlockingCall:
+    return call if call.cadenced else replace(call, cadenced=reason)

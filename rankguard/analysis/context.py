@@ -1,0 +1,306 @@
+"""Facts that hold inside a round, or on entry to a function at one call site.
+
+- The round's facts: the branch of each caller that selects the round function (`if
+  s.enable_overlap: s.event_loop_overlap() else: s.event_loop_normal()` makes
+  `self.enable_overlap` falsy in the normal loop), kept only where every caller agrees.
+- Class invariants: `assert`s on `self` attributes in a constructor.
+- Call-site bindings: constant arguments, and the literal defaults of omitted parameters.
+
+Only attributes no function other than a constructor assigns are trusted (`stable`): a fact
+about an attribute some method reassigns could stop holding in the middle of a round.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from rankguard.model.facts import (
+    FALSY,
+    TRUTHY,
+    Cond,
+    Symbol,
+    assume,
+    refs,
+    rename,
+    rooted,
+    truth,
+)
+from rankguard.model.placement import Attrs, of_segs
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord
+from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Param, Stmt
+
+_CONSTRUCTORS = frozenset(("__init__", "__post_init__", "__new__"))
+SELF = "self"
+_MISSING = object()
+
+
+class RoundContext:
+    """Per program: which attributes are stable, each class's invariants, each round's facts."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self._unstable: frozenset[str] | None = None
+        self._invariants: dict[str, dict[Cond, Any]] = {}
+        self._aliases: dict[str, dict[tuple[str, ...], tuple[str, ...]]] = {}
+
+    # -- stability -----------------------------------------------------------------------------
+    def unstable(self) -> frozenset[str]:
+        """Attribute names assigned anywhere but in a constructor."""
+        if self._unstable is None:
+            names: set[str] = set()
+            for record in self.program.functions.values():
+                if record.info.name in _CONSTRUCTORS:
+                    continue
+                for stmt in _statements(record.info.body):
+                    names.update(t[-1] for t in stmt.targets if len(t) >= 2)
+            self._unstable = frozenset(names)
+        return self._unstable
+
+    def stable(self, cond: Cond) -> bool:
+        """Every `self.a.b` the fact reads names attributes no method reassigns."""
+        unstable = self.unstable()
+        for segs in refs(cond):
+            if segs[0] != SELF:
+                continue
+            attrs = [s for s in segs[1:] if s not in (CALL, SUBSCRIPT)]
+            if CALL in segs or any(a in unstable for a in attrs):
+                return False
+        return True
+
+    def self_facts(self, facts: Mapping[Cond, Any]) -> dict[Cond, Any]:
+        return {c: v for c, v in facts.items() if rooted(c, SELF) and self.stable(c)}
+
+    def global_facts(self, facts: Mapping[Cond, Any]) -> dict[Cond, Any]:
+        """Facts on process-wide settings read through a getter (`get_config().pp_size`)."""
+        return {c: v for c, v in facts.items() if _global(c)}
+
+    def aliased(self, record: FunctionRecord, facts: Mapping[Cond, Any]) -> dict[Cond, Any]:
+        """Global facts restated for `self` where a constructor of the method's class copies
+        the setting (`self.pp_size = get_config().pp_size`) and nothing reassigns the copy."""
+        out: dict[Cond, Any] = {}
+        aliases = self._aliases_of(record)
+        if not aliases:
+            return out
+        for cond, value in self.global_facts(facts).items():
+            for source, target in aliases.items():
+                if any(segs == source for segs in refs(cond)):
+                    renamed = rename(cond, source, target)
+                    if rooted(renamed, SELF) and self.stable(renamed):
+                        out[renamed] = value
+        return out
+
+    def _aliases_of(self, record: FunctionRecord) -> dict[tuple[str, ...], tuple[str, ...]]:
+        cls = f"{record.module}.{record.info.cls}" if record.info.cls else ""
+        if cls not in self.program.classes:
+            return {}
+        cached = self._aliases.get(cls)
+        if cached is None:
+            cached = {}
+            for owner in self.program.mro(cls):
+                for name in _CONSTRUCTORS:
+                    method = self.program.classes[owner].methods.get(name)
+                    for stmt in self.program.functions[method].info.body if method else ():
+                        tree, targets = stmt.tree, stmt.targets
+                        if stmt.kind != "assign" or len(targets) != 1 or len(targets[0]) != 2:
+                            continue
+                        if targets[0][0] == SELF and tree and tree[0] == "ref" and _getter(tree[1]):
+                            cached.setdefault(tree[1], targets[0])
+            self._aliases[cls] = cached
+        return cached
+
+    # -- class invariants ----------------------------------------------------------------------
+    def invariants(self, record: FunctionRecord) -> dict[Cond, Any]:
+        """What a constructor of the method's class (or a base) asserts about `self`, where it
+        stays true."""
+        if record.info.cls is None:
+            return {}
+        cls = f"{record.module}.{record.info.cls}"
+        if cls not in self.program.classes:
+            return {}
+        cached = self._invariants.get(cls)
+        if cached is None:
+            cached = {}
+            for owner in reversed(self.program.mro(cls)):
+                for name in _CONSTRUCTORS:
+                    method = self.program.classes[owner].methods.get(name)
+                    if method is None:
+                        continue
+                    for stmt in self.program.functions[method].info.body:
+                        if stmt.kind == "expr" and stmt.cond:
+                            cached.update(self.self_facts(assume(stmt.cond, True)))
+            self._invariants[cls] = cached
+        return cached
+
+    # -- the round -----------------------------------------------------------------------------
+    def round_facts(self, record: FunctionRecord) -> dict[Cond, Any]:
+        """Facts every caller's selecting branch gives the round function's `self`."""
+        found: dict[Cond, Any] | None = None
+        for caller, call in self._call_sites(record.qualname):
+            facts: dict[Cond, Any] = {}
+            receiver = call.target[:-1]
+            aliases = _aliases(caller.info.body)
+            for cond, positive in _guards_of(caller.info.body, call) or ():
+                for name, segs in aliases.items():
+                    cond = rename(cond, (name,), segs)
+                if len(receiver) == 1 and receiver[0] != SELF:
+                    cond = rename(cond, receiver, (SELF,))
+                elif receiver != (SELF,):
+                    continue
+                assumed = complemented(assume(cond, positive))
+                facts.update(self.self_facts(assumed))
+                facts.update(self.global_facts(assumed))
+            if found is not None:
+                facts = {c: v for c, v in found.items() if c in facts and facts[c] == v}
+            found = facts
+        facts = dict(found or {})
+        facts.update(self.invariants(record))
+        return facts
+
+    def _call_sites(self, name: str) -> Iterator[tuple[FunctionRecord, CallSite]]:
+        for caller in sorted(self.program.calls):
+            for resolved in self.program.calls[caller]:
+                if any(t.name == name and t.kind == "call" for t in resolved.targets):
+                    yield self.program.functions[caller], resolved.call
+
+
+def _params(callee: FunctionRecord, call: CallSite) -> list[Param]:
+    """The parameters the call's arguments fill (a bound method's `self` left out)."""
+    params = list(callee.info.params)
+    bound_self = callee.info.cls is not None and params and params[0].name in ("self", "cls")
+    if bound_self and (len(call.target) >= 2 or callee.info.name == "__init__"):
+        params = params[1:]
+    return params
+
+
+def _passed(callee: FunctionRecord, call: CallSite) -> dict[str, tuple[str, str]]:
+    """Parameter name -> (literal key, argument text) for each argument the call passes."""
+    out: dict[str, tuple[str, str]] = {}
+    for index, param in enumerate(_params(callee, call)):
+        if param.name.startswith("*") or index >= len(call.args):
+            break
+        if call.args[index].startswith("*"):
+            return {}  # `f(*args)`: positions unknown from here on
+        out[param.name] = (str(index), call.args[index])
+    for key, text in call.kwargs:
+        if key != "**":
+            out[key] = (key, text)
+    return out
+
+
+def bindings(callee: FunctionRecord, call: CallSite, known: Mapping[Cond, Any]) -> dict[Cond, Any]:
+    """Constant parameters of `callee` at `call`: literal arguments, known names passed on,
+    and literal defaults of parameters the call leaves out."""
+    starred = any(a.startswith("*") for a in call.args) or any(k == "**" for k, _ in call.kwargs)
+    literal = dict(call.literals)
+    passed = _passed(callee, call)
+    out: dict[Cond, Any] = {}
+    for param in _params(callee, call):
+        if param.name.startswith("*"):
+            break
+        if param.name in passed:
+            key, text = passed[param.name]
+            if key in literal:
+                out[("ref", (param.name,))] = literal[key]
+            elif text.isidentifier():
+                value = known.get(("ref", (text,)), _MISSING)
+                if value is not _MISSING:
+                    out[("ref", (param.name,))] = value
+            elif _constant_name(text):
+                out[("ref", (param.name,))] = Symbol(text)
+        elif not starred and param.literal:
+            out[("ref", (param.name,))] = param.literal[0]
+    return out
+
+
+def placements(
+    callee: FunctionRecord, call: CallSite, env: Mapping[str, str], attrs: Attrs
+) -> dict[str, str]:
+    """Where the tensors passed to `callee` live, per parameter: a local's fact or an
+    attribute's placement (`f(ids_cpu, batch.seq_lens_cpu)`)."""
+    out: dict[str, str] = {}
+    for name, (_, text) in _passed(callee, call).items():
+        parts = tuple(text.split("."))
+        if not all(p.isidentifier() for p in parts):
+            continue  # only plain names and attribute chains
+        place = of_segs(parts, env, attrs)
+        if place is not None:
+            out[name] = place
+    return out
+
+
+_NEGATED = {"<": ">=", ">=": "<", ">": "<=", "<=": ">", "==": "!=", "!=": "=="}
+
+
+def complemented(facts: Mapping[Cond, Any]) -> dict[Cond, Any]:
+    """With each known comparison, its negation (`x > 1` falsy: `x <= 1` truthy)."""
+    out = dict(facts)
+    for cond, value in facts.items():
+        if cond[0] == "cmp" and len(cond[1]) == 1 and cond[1][0] in _NEGATED:
+            truthy = truth(value)
+            if truthy is not None:
+                out.setdefault(
+                    ("cmp", (_NEGATED[cond[1][0]],), cond[2]), FALSY if truthy else TRUTHY
+                )
+    return out
+
+
+def _getter(segs: tuple[str, ...]) -> bool:
+    """`get_config().pp_size`: a setting read from what a bare function returns."""
+    return (
+        len(segs) >= 3
+        and segs[1] == CALL
+        and segs[0] not in (SELF, "super()")
+        and CALL not in segs[2:]
+        and SUBSCRIPT not in segs
+    )
+
+
+def _global(cond: Cond) -> bool:
+    found = list(refs(cond))
+    return bool(found) and all(_getter(segs) for segs in found)
+
+
+def _constant_name(text: str) -> bool:
+    """`zmq.NOBLOCK`, `Mode.DECODE`: a dotted name ending in an upper-case constant."""
+    parts = text.split(".")
+    return len(parts) >= 2 and all(p.isidentifier() for p in parts) and parts[-1].isupper()
+
+
+def _statements(body: Sequence[Stmt]) -> Iterator[Stmt]:
+    for stmt in body:
+        yield stmt
+        for block in stmt.blocks:
+            yield from _statements(block)
+
+
+def _aliases(body: Sequence[Stmt]) -> dict[str, tuple[str, ...]]:
+    """Locals assigned exactly once, from a plain reference (`mode = s.mode`)."""
+    seen: dict[str, tuple[str, ...] | None] = {}
+    for stmt in _statements(body):
+        for target in stmt.targets:
+            if len(target) != 1:
+                continue
+            name = target[0]
+            value = stmt.value
+            if value and value[0] == "annotated" and len(value) > 2:
+                value = value[2]  # `mode: Mode = s.mode`
+            ref = value[1] if stmt.kind == "assign" and value and value[0] == "ref" else None
+            seen[name] = None if name in seen else ref
+    return {k: v for k, v in seen.items() if v}
+
+
+def _guards_of(body: Sequence[Stmt], call: CallSite) -> list[tuple[Cond, bool]] | None:
+    """The (condition, side) pairs enclosing `call` in `body`, outermost first."""
+    for stmt in body:
+        if any(c is call for c in stmt.calls):
+            return []
+        for index, block in enumerate(stmt.blocks):
+            inner = _guards_of(block, call)
+            if inner is None:
+                continue
+            if stmt.kind == "if":
+                return [(stmt.cond, index == 0), *inner]
+            return inner
+    return None

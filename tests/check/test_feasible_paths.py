@@ -1,0 +1,211 @@
+"""Branches a round cannot take are not walked: facts from the caller that selects the round,
+constant arguments (and omitted defaults), asserts; calling a generator runs nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.check.test_blocking import _assert_marked
+
+
+def test_the_callers_branch_selecting_the_round_holds_inside_it(tmp_path: Path):
+    findings = _assert_marked(
+        tmp_path,
+        """
+        class Mode:
+            NULL = 0
+            DECODE = 1
+
+        class S:
+            def __init__(self, overlap, mode):
+                self.enable_overlap = overlap
+                self.mode = mode
+                self.busy = False
+
+            def drain(self):
+                torch.cuda.synchronize()  # expect
+
+            def event_loop_normal(self):
+                while True:
+                    if self.enable_overlap and self.busy:
+                        self.drain()
+                    if self.mode == Mode.DECODE:
+                        time.sleep(1)
+                    if self.mode != Mode.NULL:
+                        gc.collect()
+                    if self.busy:
+                        open("x")  # expect
+                    self.handle()
+                    dist.barrier()
+
+            def handle(self):
+                if self.mode != Mode.DECODE:
+                    return
+                subprocess.run(["x"])
+
+            def event_loop_overlap(self):
+                while True:
+                    self.drain()
+                    dist.barrier()
+
+            def poke(self):
+                self.busy = True
+
+        def dispatch(s: S):
+            mode = s.mode
+            if mode == Mode.NULL:
+                if s.enable_overlap:
+                    s.event_loop_overlap()
+                else:
+                    s.event_loop_normal()
+        """,
+        {"rounds": ["*.event_loop_*"]},
+    )
+    rounds = {f.extra["blocking"]["callee"]: f.extra["round"] for f in findings}
+    assert rounds["torch.cuda.synchronize"].endswith("event_loop_overlap")
+
+
+def test_reassigned_attributes_give_no_round_fact(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        class S:
+            def __init__(self):
+                self.enable_overlap = False
+
+            def switch(self):
+                self.enable_overlap = True
+
+            def event_loop_normal(self):
+                while True:
+                    if self.enable_overlap:
+                        torch.cuda.synchronize()  # expect
+                    dist.barrier()
+
+        def dispatch(s: S):
+            if not s.enable_overlap:
+                s.event_loop_normal()
+        """,
+        {"rounds": ["*.event_loop_*"]},
+    )
+
+
+def test_constant_arguments_and_omitted_defaults(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        def free_memory(device, distributed=False):
+            free = torch.cuda.mem_get_info()  # expect
+            if distributed:
+                dist.all_reduce(free)
+            return free
+
+        def report(verbose, limit=None):
+            if limit is not None and verbose:
+                time.sleep(1)
+            if verbose:
+                gc.collect()  # expect
+
+        def event_loop(flag):
+            while True:
+                free_memory(0)
+                free_memory(1, distributed=False)
+                report(True)
+                report(False, 3)
+                dist.barrier()
+                x = free_memory(0, flag)
+        """,
+    )
+
+
+def test_asserts_cut_paths(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        class Offload:
+            def __init__(self, mode):
+                self.mode = mode
+                assert self.mode == "decode"
+
+            def check(self):
+                if self.mode != "decode":
+                    torch.cuda.synchronize()
+                time.sleep(1)  # expect
+
+        def event_loop(o: Offload, n):
+            while True:
+                o.check()
+                assert n is None
+                if n is not None:
+                    gc.collect()
+                dist.barrier()
+        """,
+    )
+
+
+def test_calling_a_generator_function_runs_nothing(tmp_path: Path):
+    findings = _assert_marked(
+        tmp_path,
+        """
+        def chunks():
+            torch.cuda.synchronize()  # expect
+            yield 1
+
+        class R:
+            def reset(self):
+                self.it = chunks()
+
+        def event_loop(r: R):
+            while True:
+                r.reset()
+                g = chunks()
+                dist.barrier()
+                for c in chunks():
+                    pass
+                dist.all_reduce(None)
+        """,
+    )
+    # Only the `for` advances the generator: its wait comes before the all_reduce, never the
+    # barrier that follows the calls that merely create it.
+    assert [f.extra["collective"]["callee"] for f in findings] == ["torch.distributed.all_reduce"]
+
+
+def test_global_settings_copied_by_a_constructor(tmp_path: Path):
+    findings = _assert_marked(
+        tmp_path,
+        """
+        def get_config():
+            return None
+
+        class Grammar:
+            def __init__(self):
+                self.pp_size = get_config().pp_size
+
+            def sync(self):
+                if self.pp_size <= 1:
+                    return
+                torch.cuda.synchronize()  # expect
+
+        class S:
+            def __init__(self):
+                self.grammar = Grammar()
+
+            def event_loop_normal(self):
+                while True:
+                    self.grammar.sync()
+                    dist.barrier()
+
+            def event_loop_pp(self):
+                while True:
+                    self.grammar.sync()
+                    dist.barrier()
+
+        def dispatch(s: S):
+            if get_config().pp_size > 1:
+                s.event_loop_pp()
+            else:
+                s.event_loop_normal()
+        """,
+        {"rounds": ["*.event_loop_*"]},
+    )
+    assert [f.extra["round"].rsplit(".", 1)[-1] for f in findings] == ["event_loop_pp"]

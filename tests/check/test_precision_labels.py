@@ -1,0 +1,83 @@
+"""Opt-in: the labelled precision sample on sglang 0.5.23 (`RANKGUARD_CORPUS`, as in
+`test_acceptance_sglang.py`).
+
+`tests/data/precision/sglang-0.5.23-blocking.json` holds blocking findings of the two loops,
+each judged by reading the code: a fixed-seed sample of the findings before the precision work
+(`before`) and one of the findings after it (`after`; how each was drawn is in the file).
+
+- `true`: the call blocks this rank there and the labelled collective follows it in that round.
+  It must stay reported (matched line-free by round, function, callee and text: its chain may
+  change) and still pair with that collective.
+- `false`: the call does not block there, or the path cannot run in that round. A false finding
+  that is gone (`reported: false`) must stay gone (matched by fingerprint: that chain).
+- `wrong-collective`: the call blocks but the labelled collective does not run there; gone ones
+  stay gone, as above.
+
+False findings still reported are the known precision debt; the last test keeps the labelled
+precision from falling below what the file records.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.check.test_acceptance_sglang import findings, pytestmark  # noqa: F401
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "precision"
+LABELS = json.loads((DATA / "sglang-0.5.23-blocking.json").read_text("utf-8"))["labels"]
+
+
+def _site(item: dict) -> tuple[str, str, str, str]:
+    if "chain" in item:  # a finding
+        function, callee, text = (
+            item["chain"][-1]["function"],
+            item["blocking"]["callee"],
+            item["blocking"]["text"],
+        )
+        return (item["round"], function, callee, text)
+    return (item["round"], item["function"], item["callee"], item["text"])
+
+
+def _blocking(found: list[dict]) -> list[dict]:
+    return [f for f in found if f["rule"] == "blocking-before-collective"]
+
+
+def _reported(found: list[dict], label: dict) -> bool:
+    if label["verdict"] == "true":
+        return any(_site(f) == _site(label) for f in found)
+    return any(f["fingerprint"] == label["fingerprint"] for f in found)
+
+
+@pytest.mark.parametrize(
+    "label", [item for item in LABELS if item["verdict"] == "true"], ids=lambda item: item["id"]
+)
+def test_true_findings_stay(findings: list[dict], label: dict):  # noqa: F811
+    hits = [f for f in _blocking(findings) if _site(f) == _site(label)]
+    assert hits, f"labelled true but no longer reported: {label['why']}"
+    paired = {(c["callee"], c["path"]) for f in hits for c in f["collectives"]}
+    real = (label["collective"]["callee"], label["collective"]["path"])
+    assert real in paired, f"no longer paired with {real}: {label['why']}"
+
+
+@pytest.mark.parametrize(
+    "label",
+    [item for item in LABELS if item["verdict"] != "true" and not item["reported"]],
+    ids=lambda item: item["id"],
+)
+def test_false_findings_stay_gone(findings: list[dict], label: dict):  # noqa: F811
+    assert not _reported(_blocking(findings), label), f"reported again: {label['why']}"
+
+
+def test_labelled_precision_does_not_fall(findings: list[dict]):  # noqa: F811
+    found = _blocking(findings)
+    after = [item for item in LABELS if item["sample"] == "after"]
+    recorded = [item for item in after if item["reported"]]
+    now = [item for item in after if _reported(found, item)]
+
+    def precision(items: list[dict]) -> float:
+        return sum(item["verdict"] == "true" for item in items) / max(len(items), 1)
+
+    assert precision(now) >= precision(recorded)

@@ -1,0 +1,88 @@
+"""The wait catalog, completed: host reads of device tensors through builtins and `if`,
+pageable host-to-device copies, futures, asyncio waits, and `Work.wait()` after a poll."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.check.test_blocking import _assert_marked
+
+
+def test_builtins_and_truth_tests_read_device_tensors(tmp_path: Path):
+    findings = _assert_marked(
+        tmp_path,
+        """
+        def event_loop(x):
+            while True:
+                done = torch.zeros(1, device="cuda")
+                flag = torch.zeros(1)
+                n = int(done)  # expect
+                f = float(flag)
+                b = bool(x)
+                if done:  # expect
+                    pass
+                if flag:
+                    pass
+                dist.barrier()
+        """,
+    )
+    assert {f.extra["blocking"]["kind"] for f in findings} == {"device-sync"}
+
+
+def test_pageable_host_to_device_copies(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        def event_loop(ids):
+            while True:
+                a = torch.tensor(ids, device="cuda")  # expect
+                b = torch.tensor(ids)
+                c = torch.as_tensor(ids, device="cpu")
+                dist.barrier()
+        """,
+    )
+
+
+def test_futures_and_asyncio_waits(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        import asyncio
+        import concurrent.futures
+
+        async def event_loop(fs, pool: concurrent.futures.ThreadPoolExecutor):
+            q = asyncio.Queue()
+            ev = asyncio.Event()
+            lock = asyncio.Lock()
+            while True:
+                fut = pool.submit(print)
+                r = fut.result()  # expect
+                done, _ = concurrent.futures.wait(fs)  # expect
+                done, _ = concurrent.futures.wait(fs, timeout=1)
+                item = await q.get()  # expect
+                await ev.wait()  # expect
+                await lock.acquire()  # expect
+                item = await asyncio.wait_for(q.get(), timeout=1)
+                dist.barrier()
+        """,
+    )
+
+
+def test_work_wait_after_a_completion_poll_is_not_a_wait(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        def event_loop():
+            while True:
+                work = dist.irecv(torch.ones(1), src=0)
+                if work.is_completed():
+                    work.wait()
+                if not work.is_completed():
+                    continue
+                work.wait()
+                other = dist.isend(torch.ones(1), dst=1)
+                if other.is_completed() or True:
+                    other.wait()  # expect
+                dist.barrier()
+        """,
+    )
