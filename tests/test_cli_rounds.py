@@ -95,7 +95,9 @@ def test_exit_codes(capsys, tmp_path: Path):
     write_tree(tmp_path / "t", {"pyproject.toml": "[tool.rankguard]\nbogus = []\n", "a.py": ""})
     code, _, err = _run(capsys, "rounds", str(tmp_path / "t"), "--no-cache")
     assert code == 2 and "unknown key 'bogus'" in err
-    write_tree(tmp_path / "u", {"ok.py": "def f():\n    pass\n", "broken.py": "def (\n"})
+    loop = "import torch.distributed as dist\n\n\ndef event_loop():\n    while True:\n"
+    loop += "        dist.barrier()\n"
+    write_tree(tmp_path / "u", {"ok.py": loop, "broken.py": "def (\n"})
     code, out, err = _run(capsys, "rounds", str(tmp_path / "u"), "--no-cache", "--format", "json")
     assert code == 2  # an unreadable file outranks everything, but the run went on
     assert json.loads(out)["errors"][0]["path"] == "broken.py"

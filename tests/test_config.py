@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rankguard.core.config import DEFAULT_ROUNDS, discover, load
+from rankguard.core.config import discover, load
 from rankguard.core.errors import InputError
 
 
@@ -18,7 +18,7 @@ def test_nearest_pyproject_above_path_is_used(tmp_path: Path):
 
 
 def test_defaults_without_config(tmp_path: Path):
-    assert load(None, tmp_path).rounds == DEFAULT_ROUNDS
+    assert load(None, tmp_path).rounds == ()  # discovered
 
 
 def test_standalone_file_same_schema(tmp_path: Path):

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rankguard.adapters.sources import read_directory
+from rankguard.analysis.discovery import Discovery
 from rankguard.core.config import Config, load
 from rankguard.core.errors import ErrorRecord, InputError
 from rankguard.model import Program, load_program
@@ -36,6 +37,11 @@ def print_warnings(warnings: list[ErrorRecord]) -> None:
 def emit_json(payload: dict[str, Any], out=None) -> None:
     json.dump(payload, out or sys.stdout, indent=2, sort_keys=True)
     (out or sys.stdout).write("\n")
+
+
+def announce(found: Discovery) -> None:
+    """Discovered rounds, one line on stderr: a user must know what was judged."""
+    print(found.announcement(), file=sys.stderr)
 
 
 def print_errors(errors: list[ErrorRecord]) -> None:

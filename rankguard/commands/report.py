@@ -5,11 +5,13 @@ share the parse cache. Sections: findings new / resolved / moved (by fingerprint
 rows new or changed, emitted literals added / removed / changed / moved, inventory rows broken
 (`--inventory`), ruff parity on the changed files; a one-line verdict on top.
 
-Configuration comes from `--config`, else from the nearest pyproject.toml above `--repo` (the
-checkout's, as for every other command), and is the same for both sides, so differences are
-the code's. Exit codes follow `--fail-on`: `new` (default) exits 1 when the head adds a
-finding, `any` when the head has any finding, `none` never; an error (a head file that does
-not parse, ruff failing, a malformed inventory row) exits 2.
+Configuration comes from `--config` (a file the user trusts), else from the base revision's git
+objects, never from the working tree: in CI that is the pull request's head, and a change must
+not choose its own judge (`pipelines.report.trust`). Plugins that would run code from the
+analysed repository need `--allow-local-plugins`. The same configuration serves both sides, so
+differences are the code's. Exit codes follow `--fail-on`: `new` (default) exits 1 when the
+head adds a finding, `any` when the head has any finding, `none` never; an error (a head file
+that does not parse, ruff failing, a malformed inventory row, no round at head) exits 2.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ import sys
 from pathlib import Path
 
 from rankguard.analysis.inventory.table import read_inventory
-from rankguard.commands._shared import load_config, print_errors, write_output
+from rankguard.commands._shared import announce, print_errors, write_output
 from rankguard.model.load import make_cache
 from rankguard.pipelines.report import build_report
 from rankguard.pipelines.report.build import FAIL_ON
 from rankguard.pipelines.report.staleness import audit_rows
+from rankguard.pipelines.report.trust import report_config
 from rankguard.reports.render import render_html, render_markdown
 from rankguard.reports.sarif import render
 from rankguard.rules.engine import choose
@@ -51,6 +54,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="exit 1 on new findings (default), on any finding at head, or never",
     )
     parser.add_argument(
+        "--allow-local-plugins",
+        action="store_true",
+        help="run config plugins whose code lives in the analysed repository (off: a pull "
+        "request could run its own code in the CI job)",
+    )
+    parser.add_argument(
         "--subdir",
         default="",
         metavar="DIR",
@@ -59,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    config = load_config(args, args.repo)
+    config = report_config(args.repo, args.base, args.subdir, args.config, args.allow_local_plugins)
     rules = choose(all_rules(config))
     inventory = read_inventory(args.inventory) if args.inventory is not None else None
     cache = make_cache(args.cache_dir, enabled=not args.no_cache)
@@ -74,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
         inventory=inventory,
         staleness_source=audit_rows,
     )
+    if report.head.discovery is not None:
+        announce(report.head.discovery)
     data = report.to_json()
     if args.format == "json":
         text = json.dumps(data, indent=2, sort_keys=True) + "\n"

@@ -1,13 +1,20 @@
-"""`rankguard rounds`: the round functions and every collective each round reaches."""
+"""`rankguard rounds`: the round functions and every collective each round reaches.
+
+With no `rounds` configured (and no `--round`), the rounds are discovered, as `check` does,
+and announced on stderr; `--discover` lists every candidate with its evidence instead (exit 2
+when there is none, saying what to configure).
+"""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from rankguard.analysis.discovery import Discovery, none_found_message, require_rounds
 from rankguard.analysis.rounds import Round, find_rounds
-from rankguard.catalogs.catalog import collective_catalog
-from rankguard.commands._shared import emit_json, load_from_path, print_errors
+from rankguard.commands._shared import announce, emit_json, load_from_path, print_errors
+from rankguard.core.errors import InputError
+from rankguard.rules.base import RuleContext
 
 NAME = "rounds"
 HELP = "list round functions and the collective events each round reaches, with call chains"
@@ -22,6 +29,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PATTERN",
         help="fnmatch pattern over qualified names (repeatable; overrides config `rounds`)",
     )
+    parser.add_argument(
+        "--discover",
+        action="store_true",
+        help="list the round candidates discovery finds, with their evidence, and which are used",
+    )
+
+
+def render_candidates(found: Discovery) -> str:
+    used = {c.qualname for c in found.used}
+    lines: list[str] = []
+    for cand in found.candidates:
+        mark = "used" if cand.qualname in used else "not used"
+        lines.append(f"{cand.qualname}  ({cand.path}:{cand.line})  score {cand.score}, {mark}")
+        lines += [f"    {item}" for item in cand.evidence()]
+    return "\n".join(lines) + "\n"
 
 
 def render_text(rounds: list[Round]) -> str:
@@ -49,7 +71,30 @@ def render_text(rounds: list[Round]) -> str:
 def run(args: argparse.Namespace) -> int:
     config, program = load_from_path(args, args.path)
     patterns = tuple(args.round) if args.round else config.rounds
-    rounds = find_rounds(program, patterns, collective_catalog(config.collectives))
+    context = RuleContext(program, config)
+    if args.discover:
+        found = context.discovery
+        if not found.candidates:
+            raise InputError(none_found_message(args.path.as_posix()))
+        if args.format == "json":
+            emit_json(
+                {
+                    "candidates": [c.to_json() for c in found.candidates],
+                    "used": [c.qualname for c in found.used],
+                    "errors": [e.to_json() for e in program.errors],
+                }
+            )
+        else:
+            print(render_candidates(found), end="")
+            print_errors(program.errors)
+        return 2 if program.errors else 0
+    origin = "--round" if args.round else str(config.source or args.path)
+    discovered = require_rounds(program, patterns, lambda: context.discovery, origin)
+    if discovered is not None:
+        announce(discovered)
+    rounds = find_rounds(
+        program, patterns or context.round_patterns, context.collectives, context.reach
+    )
     if args.format == "json":
         emit_json(
             {
@@ -58,8 +103,6 @@ def run(args: argparse.Namespace) -> int:
             }
         )
     else:
-        if not rounds:
-            print(f"no round function matches {list(patterns)} and contains a loop")
         print(render_text(rounds), end="")
         print_errors(program.errors)
     return 2 if program.errors else 0

@@ -6,6 +6,7 @@ the cached summaries without touching unrelated state.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import sys
@@ -20,7 +21,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-DEFAULT_ROUNDS = ("*.event_loop*",)
+TABLE = "rankguard"
 
 # Keys whose value is a list of strings.
 _STRING_LIST_KEYS = (
@@ -43,7 +44,7 @@ KNOWN_KEYS = frozenset(_STRING_LIST_KEYS + _ENTRY_LIST_KEYS)
 class Config:
     """Validated settings; field names are the kebab-case keys in snake_case."""
 
-    rounds: tuple[str, ...] = DEFAULT_ROUNDS
+    rounds: tuple[str, ...] = ()  # empty: discovered (analysis.discovery)
     watchdog_hooks: tuple[str, ...] = ()
     collectives: tuple[str, ...] = ()
     blocking: tuple[Any, ...] = ()
@@ -96,22 +97,64 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise InputError(f"{path}: TOML syntax error: {exc}") from exc
 
 
-def load_file(path: Path) -> Config:
-    """Read `[tool.rankguard]` from a TOML file (a pyproject.toml or a standalone file).
-
-    A standalone file may also hold the keys at its top level.
-    """
-    data = _read_toml(path)
+def near_miss(data: dict[str, Any]) -> str | None:
+    """A `[tool.X]` (or top-level `[X]`) table whose name looks like a misspelt `rankguard`."""
     tool = data.get("tool", {})
-    if isinstance(tool, dict) and "rankguard" in tool:
-        table = tool["rankguard"]
-    elif path.name == "pyproject.toml":
-        table = {}
-    else:
-        table = {k: v for k, v in data.items() if k != "tool"}
-    if not isinstance(table, dict):
-        raise InputError(f"{path}: [tool.rankguard] must be a table")
+    names = [f"tool.{k}" for k in tool if isinstance(tool, dict) and k != TABLE]
+    names += [k for k in data if k != "tool" and isinstance(data[k], dict)]
+    for name in names:
+        leaf = name.rsplit(".", 1)[-1].lower()
+        if leaf != TABLE and difflib.SequenceMatcher(None, leaf, TABLE).ratio() >= 0.75:
+            return name
+    return None
+
+
+def _table(data: dict[str, Any], path: Path, origin: str = "") -> dict[str, Any] | None:
+    origin = origin or str(path)
+    tool = data.get("tool", {})
+    if isinstance(tool, dict) and TABLE in tool:
+        table = tool[TABLE]
+        if not isinstance(table, dict):
+            raise InputError(f"{origin}: [tool.rankguard] must be a table")
+        return table
+    typo = near_miss(data)
+    if typo is not None:
+        raise InputError(
+            f"{origin}: [{typo}] looks like a misspelling of [tool.rankguard]; "
+            "rename the table (nothing in it is read)"
+        )
+    top = {k: v for k, v in data.items() if k != "tool"}
+    return top if top and path.name != "pyproject.toml" else None
+
+
+def load_file(path: Path) -> Config:
+    """Read `[tool.rankguard]` from a TOML file given with `--config` (a pyproject.toml or a
+    standalone file, which may also hold the keys at its top level).
+
+    A file with no settings at all, or with a near-miss table name, is an error: a gate whose
+    configuration is silently ignored passes what it should judge.
+    """
+    table = _table(_read_toml(path), path)
+    if table is None:
+        raise InputError(
+            f"{path}: no [tool.rankguard] table (and no settings at the top level); "
+            "add the table, or leave out --config to use the nearest pyproject.toml"
+        )
     return Config(**_validate(table, str(path)), source=path.resolve())
+
+
+def from_bytes(data: bytes, origin: str, source: Path) -> Config | None:
+    """`[tool.rankguard]` of a pyproject.toml read from elsewhere than the disk (a revision's
+    git objects), or None when it has no table; `origin` names it in messages (`REV:path`),
+    `source` is where relative plugin paths would be taken from."""
+    try:
+        parsed = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InputError(f"{origin}: TOML syntax error: {exc}") from exc
+    table = _table(parsed, Path("pyproject.toml"), origin)
+    if table is None:
+        return None
+    return Config(**_validate(table, origin), source=source)
 
 
 def discover(start: Path) -> Path | None:
@@ -121,18 +164,21 @@ def discover(start: Path) -> Path | None:
         here = here.parent
     for folder in (here, *here.parents):
         candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            data = _read_toml(candidate)
-            if "rankguard" in data.get("tool", {}):
-                return candidate
+        if candidate.is_file() and _table(_read_toml(candidate), candidate) is not None:
+            return candidate
     return None
 
 
 def load(config_file: Path | None, start: Path) -> Config:
-    """`--config FILE` when given, else the nearest pyproject.toml above `start`, else defaults."""
+    """`--config FILE` when given, else the nearest pyproject.toml above `start`, else defaults.
+
+    `start` must exist: a misspelt path would otherwise analyse nothing and pass.
+    """
     if config_file is not None:
         if not config_file.is_file():
             raise InputError(f"{config_file}: config file not found")
         return load_file(config_file)
+    if not start.exists():
+        raise InputError(f"{start}: no such file or folder")
     found = discover(start)
     return load_file(found) if found else Config()

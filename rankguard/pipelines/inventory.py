@@ -23,6 +23,7 @@ from rankguard.core.config import Config
 from rankguard.core.errors import ErrorRecord
 from rankguard.model.load import paused_gc, program_from_summaries
 from rankguard.pipelines.inventory_pins import pin_warnings, warning
+from rankguard.rules.session import AnalysisSession
 from rankguard.summary import emissions as _emissions  # noqa: F401  (registers the extractor)
 from rankguard.summary.ir import FileSummary
 from rankguard.summary.parse import SummaryCache, parse_all
@@ -96,10 +97,11 @@ def relocate(
 
 def _reach(pinned: Pinned, config: Config, patterns: Sequence[str]):
     """Chains from the rounds to every reachable function, or None when no round matches."""
-
     parse_errors = [e for e in pinned.errors if e not in pinned.tree.errors]
     program = program_from_summaries(pinned.tree, pinned.summaries, parse_errors, pinned.cache)
-    rounds = match_rounds(program, patterns)
+    if not patterns:  # none configured: the rounds `check` would discover
+        patterns = AnalysisSession(program, config).discovery.patterns
+    rounds = match_rounds(program, patterns) if patterns else []
     if not rounds:
         return None, program.errors
     return reach_from(program, [r.qualname for r in rounds]), program.errors

@@ -23,6 +23,7 @@ from typing import Any
 
 from rankguard.adapters import store
 from rankguard.adapters.sources import SourceTree
+from rankguard.analysis.discovery import Discovery
 from rankguard.core.config import Config
 from rankguard.core.errors import ErrorRecord
 from rankguard.model.load import program_key
@@ -38,6 +39,7 @@ class Results:
     check: CheckResult
     staleness: list[dict[str, Any]] | None
     errors: list[ErrorRecord] = field(default_factory=list)  # the program's, as `check` shows
+    discovery: Discovery | None = None  # the rounds discovered (none configured), to announce
 
 
 @cache

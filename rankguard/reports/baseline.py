@@ -16,6 +16,8 @@ from pathlib import Path
 
 from rankguard.core.errors import InputError
 from rankguard.core.findings import Finding
+from rankguard.pipelines.check import CheckRun
+from rankguard.rules.codes import aliases
 
 HEADER = (
     "# rankguard baseline: accepted findings, one per line as `fingerprint rule path`,\n"
@@ -98,3 +100,14 @@ def stale_entries(
     without a rule (a bare fingerprint) is always judged."""
     found = {f.fingerprint for f in current}
     return [e for e in entries if e.fingerprint not in found and (not e.rule or e.rule in judged)]
+
+
+def judge(run: CheckRun, path: Path, strict: bool) -> None:
+    """Hide `run`'s baselined findings; with `strict`, record the entries that are gone. An
+    entry's rule may be a name, a code or a renamed rule's old name (`registry.aliases`)."""
+    entries = read_baseline(path)
+    run.baseline = path
+    run.result.findings, run.baselined = apply_baseline(run.result.findings, entries)
+    if strict:
+        judged = {alias for rule in run.rules for alias in aliases(rule)}
+        run.stale = stale_entries(entries, run.everything, judged)

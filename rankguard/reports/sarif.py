@@ -9,10 +9,12 @@ from typing import Any
 from rankguard import __version__
 from rankguard.core.errors import ErrorRecord
 from rankguard.core.findings import Finding
+from rankguard.reports import rule_docs
 from rankguard.rules.base import Rule
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "rankguard/v1"
+LEVEL = "warning"  # every rule's default: a finding is a risk to review, not a crash
 
 
 def _location(path: str, line: int, message: str | None = None) -> dict[str, Any]:
@@ -28,21 +30,25 @@ def _location(path: str, line: int, message: str | None = None) -> dict[str, Any
 
 
 def _rule(rule: type[Rule]) -> dict[str, Any]:
-    help_text = rule.help or rule.description
+    """A reportingDescriptor with the rule's documentation (`reports.rule_docs`): help as text
+    and Markdown, a link to its anchor in the shipped docs, default level and tags."""
+    tags = ["rankguard", *([rule.code] if rule.code else []), "fixable" if rule.fix else "manual"]
     return {
         "id": rule.name,
         "name": "".join(part.capitalize() for part in rule.name.split("-")),
         "shortDescription": {"text": rule.description},
-        "fullDescription": {"text": help_text},
-        "help": {"text": help_text, "markdown": help_text},
-        "defaultConfiguration": {"level": "warning"},
+        "fullDescription": {"text": rule.what or rule.help or rule.description},
+        "help": {"text": rule_docs.to_text(rule), "markdown": rule_docs.to_markdown(rule)},
+        "helpUri": rule_docs.help_uri(rule),
+        "defaultConfiguration": {"level": LEVEL},
+        "properties": {"code": rule.code, "tags": tags},
     }
 
 
 def _result(finding: Finding, rule_index: dict[str, int]) -> dict[str, Any]:
     result: dict[str, Any] = {
         "ruleId": finding.rule,
-        "level": "warning",
+        "level": LEVEL,
         "message": {"text": finding.message},
         "locations": [_location(finding.path, finding.line)],
         "partialFingerprints": {FINGERPRINT_KEY: finding.fingerprint},

@@ -67,8 +67,15 @@ class Rule:
     """Subclass, set the class attributes, implement `check`."""
 
     name: ClassVar[str]
+    code: ClassVar[str] = ""  # stable, never reused: `RG101` (rules.codes)
     description: ClassVar[str]  # one line
     help: ClassVar[str] = ""  # what to do about it, for `rankguard rules NAME` and SARIF
+    # The documentation's sections, ruff-style (`rankguard rules NAME`, SARIF `help`):
+    what: ClassVar[str] = ""  # what it does: what it looks for, and where
+    why: ClassVar[str] = ""  # why it is bad: the failure it predicts
+    instead: ClassVar[str] = ""  # use instead: the INVALID[0] example, repaired
+    options: ClassVar[tuple[str, ...] | None] = None  # config keys and switches it reads
+    fix: ClassVar[str | None] = None  # how `rankguard fix` repairs it; "" when it does not
     VALID: ClassVar[list[Example]] = []
     INVALID: ClassVar[list[Example]] = []
 

@@ -36,6 +36,7 @@ def _loop(*body: str, before: str = "", after: str = "    dist.barrier()\n") -> 
 
 class BlockingBeforeCollective(Rule):
     name = "blocking-before-collective"
+    code = "RG101"
     description = (
         "A call that can block this rank between the round start (or the previous collective) "
         "and a collective."
@@ -49,6 +50,36 @@ class BlockingBeforeCollective(Rule):
         "stalls. Suppress a reviewed call with `# rankguard: ignore[blocking-before-collective] "
         "reason` on the call line or on any call line of its chain."
     )
+
+    what = (
+        "Walks every round (one iteration of a round function's loop) from its start, and from "
+        "each collective to the next, through calls, and lists every call that can block this "
+        "rank on the way: driver and allocator queries, device syncs on device values, blocking "
+        "receives, `Work.wait()`, sleeps, file I/O, subprocesses, locks, queue gets without a "
+        "timeout, `gc.collect`, `empty_cache`. Each finding carries the chain from the round "
+        "function to the blocking call and the collective it delays."
+    )
+    why = (
+        "A collective returns on no rank until every rank has entered it, so one rank stalled "
+        "before it stalls the whole group: the others sit in the collective and a stack dump "
+        "shows them waiting there, not the straggler's call. Finding such calls one stack dump "
+        "at a time never ends."
+    )
+    instead = (
+        "class S:\n    def event_loop(self):\n        while True:\n"
+        "            dist.all_reduce(t)\n"
+        "            # after the round's last collective: it delays no peer in this round\n"
+        "            free, total = torch.cuda.mem_get_info()\n"
+    )
+    options = (
+        "rounds",
+        "collectives",
+        "blocking",
+        "non-blocking",
+        "cadence-helpers",
+        "--include-round-tail",
+    )
+    fix = ""
 
     VALID: ClassVar[list[Example]] = [
         # CPU tensors: created on the CPU, or already moved there.

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from rankguard.core import progress
 from rankguard.core.config import Config
 from rankguard.core.errors import ErrorRecord, InputError, internal_error
 from rankguard.core.findings import Finding, fingerprint
 from rankguard.model.program import Program
-from rankguard.rules.base import Rule, RuleContext
+from rankguard.rules.base import Example, Invalid, Rule, RuleContext
+from rankguard.rules.codes import alias_table, resolve_names
 from rankguard.rules.session import SourceReader
 from rankguard.summary.ir import FileSummary
 
@@ -45,13 +46,11 @@ class CheckResult:
 def choose(
     rules: dict[str, type[Rule]], select: Sequence[str] = (), ignore: Sequence[str] = ()
 ) -> list[type[Rule]]:
-    """`--select` / `--ignore` by rule name; an unknown name is a usage error naming it."""
-    for name in [*select, *ignore]:
-        if name not in rules:
-            known = ", ".join(sorted(rules))
-            raise InputError(f"unknown rule '{name}' (known rules: {known})")
-    chosen = [rules[n] for n in sorted(rules) if (not select or n in select) and n not in ignore]
-    return chosen
+    """`--select` / `--ignore` by rule name, code or old name (`rules.codes`); an unknown one
+    is a usage error naming it."""
+    select = resolve_names(select, rules.values())
+    ignore = resolve_names(ignore, rules.values())
+    return [rules[n] for n in sorted(rules) if (not select or n in select) and n not in ignore]
 
 
 def _locations(finding: Finding) -> list[tuple[str, int]]:
@@ -66,7 +65,10 @@ def _locations(finding: Finding) -> list[tuple[str, int]]:
     return out
 
 
-def _suppression(by_path: dict[str, FileSummary], finding: Finding) -> tuple[str, int, str] | None:
+def _suppression(
+    by_path: dict[str, FileSummary], finding: Finding, names: dict[str, str]
+) -> tuple[str, int, str] | None:
+    """`names`: every spelling of a rule (name, code, old name) -> its current name."""
     for path, line in _locations(finding):
         summary = by_path.get(path)
         if summary is None:
@@ -75,7 +77,7 @@ def _suppression(by_path: dict[str, FileSummary], finding: Finding) -> tuple[str
         if entry is None:
             continue
         rules, reason = entry
-        if not rules or finding.rule in rules:
+        if not rules or finding.rule in {names.get(r, r) for r in rules}:
             return path, line, reason
     return None
 
@@ -121,8 +123,9 @@ def run_rules(
             result.failures.append(internal_error(f"rule '{rule_class.name}'", exc))
         bar.advance()
     by_path = {m.path: m.summary for m in program.modules.values()}
+    names = alias_table(rules)
     for finding in unique_fingerprints(found):
-        hit = _suppression(by_path, finding)
+        hit = _suppression(by_path, finding, names)
         if hit is None:
             result.findings.append(finding)
         else:
@@ -136,15 +139,30 @@ class UnusedIgnore(Rule):
     the registry does not scan, so it is never run as a rule."""
 
     name = "unused-ignore"
+    code = "RG001"
     description = "A `# rankguard: ignore[...]` comment that silences nothing."
     help = (
         "The finding it silenced is gone, or it names a rule that does not exist. Delete the "
         "comment (or correct the rule name) so it cannot hide a future finding."
     )
+    what = (
+        "With `--report-unused-ignores`, reports each suppression comment that silenced no "
+        "finding of this run, or that names a rule (name or code) that does not exist."
+    )
+    why = (
+        "A comment left behind after its finding was fixed silences the next finding on that "
+        "line or chain without anyone reviewing it; one naming an unknown rule never worked."
+    )
+    instead = "dist.barrier()  # (the comment deleted)\n"
+    options = ("--report-unused-ignores",)
+    fix = ""
+    INVALID: ClassVar[list[Example]] = [
+        Invalid("dist.barrier()  # rankguard: ignore[blocking-before-collective] was slow\n")
+    ]
 
 
 def unused_ignores(
-    program: Program, result: CheckResult, ran: Iterable[str], known: Iterable[str]
+    program: Program, result: CheckResult, ran: Iterable[str], known: dict[str, type[Rule]]
 ) -> list[Finding]:
     """Suppression comments that silenced no finding of this run.
 
@@ -152,18 +170,20 @@ def unused_ignores(
     `ignore` is judged only when every rule ran; a comment naming an unknown rule always is.
     """
     used = {(s.path, s.line) for s in result.suppressed}
-    ran, known = set(ran), {*known, UnusedIgnore.name}
+    spelled = alias_table([*known.values(), UnusedIgnore])
+    ran = set(ran)
+    known_names = {*known, UnusedIgnore.name}
     found: list[Finding] = []
     for module in sorted(program.modules.values(), key=lambda m: m.path):
         for line, (names, reason) in sorted(module.summary.suppressions.items()):
             if (module.path, line) in used:
                 continue
-            unknown = sorted(n for n in names if n not in known)
+            unknown = sorted(n for n in names if n not in spelled)
             if unknown:
                 why = f"names unknown rule(s) {', '.join(unknown)}"
-            elif not names and ran >= known - {UnusedIgnore.name}:
+            elif not names and ran >= known_names - {UnusedIgnore.name}:
                 why = "silences no finding"
-            elif names and all(n in ran for n in names):
+            elif names and all(spelled[n] in ran for n in names):
                 why = f"silences no {', '.join(names)} finding"
             else:
                 continue

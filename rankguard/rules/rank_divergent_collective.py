@@ -42,6 +42,7 @@ _INIT = (
 
 class RankDivergentCollective(Rule):
     name = "rank-divergent-collective"
+    code = "RG102"
     description = "A collective whose reachability in a round depends on rank-local data."
     help = (
         "Every rank of a group must enter the same collectives in the same order. A condition "
@@ -52,6 +53,29 @@ class RankDivergentCollective(Rule):
         "the agreed value, or make every branch enter the same collectives. Suppress a reviewed "
         "site with `# rankguard: ignore[rank-divergent-collective] reason` on the call line."
     )
+
+    what = (
+        "Finds collectives a round reaches only under a condition whose value can differ "
+        "between the ranks of that collective's group: rank ids, driver or allocator readings, "
+        "local queues, clocks, randomness, per-host environment. Values that come from a "
+        "collective over the group, from config or from uniform state are uniform; a branch "
+        "pair that enters the same collectives on every side is exempt, as are point-to-point "
+        "calls."
+    )
+    why = (
+        "Every rank of a group must enter the same collectives in the same order. When ranks "
+        "disagree on a rank-local condition, one rank skips a collective its peers wait in: "
+        "the group hangs, or crashes one rank short."
+    )
+    instead = (
+        "class S:\n    def event_loop(self):\n        while True:\n"
+        "            free = torch.tensor([torch.cuda.mem_get_info()[0]])\n"
+        "            dist.all_reduce(free, op=dist.ReduceOp.MIN)  # agree first\n"
+        "            if free.item() > LIMIT:  # the agreed value: uniform over the group\n"
+        "                dist.barrier()\n"
+    )
+    options = ("rounds", "collectives", "driver-terms")
+    fix = ""
 
     VALID: ClassVar[list[Example]] = [
         # Config the same on every rank: group size, server args, constants.

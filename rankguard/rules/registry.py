@@ -23,9 +23,10 @@ from rankguard import rules as rules_package
 from rankguard.core.config import Config
 from rankguard.core.errors import InputError
 from rankguard.rules.base import Rule
+from rankguard.rules.codes import check_codes
 
 ENTRY_POINT_GROUP = "rankguard.rules"
-_NOT_RULES = frozenset(("base", "engine", "registry", "session"))
+_NOT_RULES = frozenset(("base", "catalog", "codes", "engine", "registry", "session"))
 
 
 class RuleLoadError(InputError):
@@ -140,4 +141,5 @@ def all_rules(config: Config | None = None) -> dict[str, type[Rule]]:
                 f"and {rule.__module__}.{rule.__qualname__}"
             )
         rules[rule.name] = rule
+    check_codes(rules.values())
     return dict(sorted(rules.items()))

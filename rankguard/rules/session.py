@@ -16,6 +16,7 @@ import libcst
 
 from rankguard.analysis.blocking import BlockingAnalysis
 from rankguard.analysis.collectives import CollectiveReach
+from rankguard.analysis.discovery import Discovery, discover_rounds
 from rankguard.analysis.rounds import Round, find_rounds
 from rankguard.analysis.staleness import StalenessReport, staleness
 from rankguard.analysis.watchdog import Unwatched, find_unwatched
@@ -46,8 +47,18 @@ class AnalysisSession:
         return CollectiveReach(self.program, self.collectives)
 
     @cached_property
+    def discovery(self) -> Discovery:
+        """Round candidates, for when the config names no rounds (`analysis.discovery`)."""
+        return discover_rounds(self.program, self.reach)
+
+    @property
+    def round_patterns(self) -> tuple[str, ...]:
+        """The configured round patterns, else the discovered rounds' names."""
+        return self.config.rounds or self.discovery.patterns
+
+    @cached_property
     def rounds(self) -> list[Round]:
-        return find_rounds(self.program, self.config.rounds, self.collectives, self.reach)
+        return find_rounds(self.program, self.round_patterns, self.collectives, self.reach)
 
     @cached_property
     def blocking(self) -> BlockingAnalysis:

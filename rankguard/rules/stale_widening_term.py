@@ -41,6 +41,7 @@ class Budget:
 
 class StaleWideningTerm(Rule):
     name = "stale-widening-term"
+    code = "RG104"
     description = "A cached driver term whose stale value widens the budget it feeds."
     help = (
         "A cached (decorator cache, functools.cache(fn), time-cadence attribute, memo, value "
@@ -53,6 +54,27 @@ class StaleWideningTerm(Rule):
         "budget, or declare the consumer `smaller-is-risky` when a smaller value is the "
         "dangerous side."
     )
+
+    what = (
+        "Composes the sign of every cached driver or allocator term (decorator caches, "
+        "functools.cache(fn), time-cadence attributes, memos, start-up values, cadence "
+        "helpers) through arithmetic, returns, arguments and attribute stores to every budget "
+        "it feeds, and reports the cached terms whose stale value widens that budget: free "
+        "memory errs large, so added it widens; bytes allocated err small, so subtracted they "
+        "widen."
+    )
+    why = (
+        "A cached reading is cheap and stale. Where its staleness widens a budget, this rank "
+        "grants memory or capacity it no longer has, and the failure shows up far from the "
+        "cache, as an out-of-memory or an overcommitted pool."
+    )
+    instead = (
+        "class Budget:\n    def spendable_bytes(self):\n"
+        "        free, _ = torch.cuda.mem_get_info()  # read fresh where it is added\n"
+        "        return free + self.takeable()\n"
+    )
+    options = ("driver-terms", "cadence-helpers", "smaller-is-risky")
+    fix = ""
 
     VALID: ClassVar[list[Example]] = [
         # Only `trapped` is cached: it is subtracted up to the budget, so staleness narrows it.

@@ -38,6 +38,7 @@ def _loop(*body: str, extra: str = "") -> str:
 
 class UnwatchedCollective(Rule):
     name = "unwatched-collective"
+    code = "RG103"
     description = "A collective or blocking receive reached in a round outside the watchdog stamp."
     help = (
         "With config `watchdog-hooks`, every wait a round reaches (collective, blocking receive, "
@@ -45,6 +46,27 @@ class UnwatchedCollective(Rule):
         '`with self.on_blocked_recv("site"):`, '
         "so that the watchdog can name the wait when the group hangs. Run `rankguard fix "
         "stamp-watchdog --diff` to see the stamps it would add, `--write` to add them."
+    )
+
+    what = (
+        "With `watchdog-hooks` configured, finds each collective, blocking receive or "
+        "`Work.wait()` a round reaches outside the hook's stamp, in the innermost frame of the "
+        "chain where the hook is in scope."
+    )
+    why = (
+        "When the group hangs, the watchdog can name only the waits its stamp covers; a wait "
+        "outside the stamp leaves the hang anonymous, and the team is back to reading stack "
+        "dumps of every rank."
+    )
+    instead = (
+        "class S:\n    def event_loop(self):\n        while True:\n"
+        '            with self.on_blocked_recv("event_loop broadcast"):\n'
+        "                dist.broadcast(t, src=0)\n"
+    )
+    options = ("watchdog-hooks", "rounds", "collectives")
+    fix = (
+        "`rankguard fix stamp-watchdog --diff` shows the stamps to add; `--write` adds them "
+        "around the smallest statement that reaches the wait."
     )
 
     VALID: ClassVar[list[Example]] = [

@@ -1,12 +1,14 @@
 """The HTML report in a real headless browser (Debian's chromium).
 
-Skipped, with the reason, where no chromium is installed (CI does not install it); run it
-where one is (`apt-get install chromium`). The page must render (a screenshot is written) and
-the browser's own DOM must hold the hostile literal as text, with no script element at all.
+`.ci/run` installs Debian's chromium when it is missing, so in CI (`CI` set) a missing browser
+fails the test; elsewhere it is skipped with the reason. The page must render (a screenshot is
+written), the browser's own DOM must hold every section and the new finding's chain, and the
+hostile literal must stay text, with no script element at all.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -28,6 +30,8 @@ FLAGS = (
 def browser() -> str:
     found = next((path for name in BROWSERS if (path := shutil.which(name))), None)
     if found is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI must run the browser test: .ci/run installs chromium with apt-get")
         pytest.skip("no chromium installed (apt-get install chromium): browser check skipped")
     return found
 
@@ -62,3 +66,6 @@ def test_html_report_in_headless_chromium(tmp_path: Path, hostile, capsys):
     assert "&lt;img src=x onerror=alert(2)&gt;" in dom
     assert "<script" not in dom.lower() and "<img" not in dom.lower()
     assert 'id="verdict"' in dom and "FAIL: 1 new finding" in dom
+    for section in ("findings", "staleness", "literals", "ruff"):
+        assert f'id="{section}"' in dom, section
+    assert '<ol class="chain">' in dom and "chain: " in dom

@@ -57,14 +57,18 @@ def test_unreadable_file_is_named_and_the_rest_is_read(tmp_path: Path, monkeypat
 
 def test_empty_tree_says_so(capsys, tmp_path: Path):
     code = main(["rounds", str(tmp_path), "--no-cache"])
-    assert code == 0
-    assert "no round function matches" in capsys.readouterr().out
+    assert code == 2
+    assert ": no round found: no function runs a loop" in capsys.readouterr().err
 
 
 def test_binary_and_huge_files(capsys, tmp_path: Path):
     (tmp_path / "blob.py").write_bytes(b"\x00\x01\x02binary")
     big = "\n".join(f"def f{i}(x):\n    return x + {i}" for i in range(25_000))
     (tmp_path / "big.py").write_text(big + "\n")  # 50,000 lines
+    (tmp_path / "loop.py").write_text(
+        "import torch.distributed as dist\n\n\ndef event_loop():\n    while True:\n"
+        "        dist.barrier()\n"
+    )
     code, out = _rounds_json(capsys, tmp_path)
     assert code == 2
     assert out["errors"] == [

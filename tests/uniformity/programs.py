@@ -6,10 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 from rankguard.analysis.collectives import CollectiveReach
-from rankguard.analysis.reach import match_rounds
+from rankguard.analysis.discovery import discover_rounds
 from rankguard.analysis.uniformity import find_divergent_calls
 from rankguard.catalogs.catalog import collective_catalog
-from rankguard.core.config import Config
 from rankguard.model import Program
 
 HEAD = "import os, random, time\nimport torch\nimport torch.distributed as dist\n\n"
@@ -17,10 +16,10 @@ OFFSET = HEAD.count("\n")
 
 
 def run(program_of: Callable[..., Program], code: str, driver_terms: tuple[Any, ...] = ()) -> list:
-    """The divergent collectives of `m.py` (HEAD + code) from its `*.event_loop*` rounds."""
+    """The divergent collectives of `m.py` (HEAD + code) from its discovered rounds."""
     program = program_of({"m.py": HEAD + code})
     reach = CollectiveReach(program, collective_catalog())
-    rounds = [r.qualname for r in match_rounds(program, Config().rounds)]
+    rounds = list(discover_rounds(program, reach).patterns)
     return find_divergent_calls(program, rounds, reach, driver_terms)
 
 

@@ -108,6 +108,7 @@ class Report:
             }
         return {
             "repo": self.repo,
+            "repo_name": Path(self.repo).resolve().name,  # what HTML and Markdown show
             "subdir": self.subdir,
             "base": self.base.to_json(),
             "head": self.head.to_json(),

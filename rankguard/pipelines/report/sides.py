@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rankguard.adapters.sources import SourceTree, open_repository, read_revision, resolve_revision
+from rankguard.analysis.discovery import Discovery, require_rounds
 from rankguard.core.config import Config
 from rankguard.model.load import load_program
 from rankguard.model.program import Program
@@ -32,6 +33,7 @@ class Side:
     program: Program
     result: CheckResult
     staleness: list[dict[str, Any]] | None = None  # None: the audit is not available
+    discovery: Discovery | None = None  # the rounds discovered, when none are configured
 
     @property
     def summaries(self) -> dict[str, FileSummary]:
@@ -61,21 +63,29 @@ def load_side(
     staleness_source: RowSource | None = None,
 ) -> Side:
     """Read `rev` (below `subdir`), build its program and run every chosen rule on it (or
-    take the results from the cache when this exact file set was analysed before)."""
+    take the results from the cache when this exact file set was analysed before).
+
+    Each side's rounds are its own: configured patterns, else discovered from that revision's
+    code (a loop the head adds is a round the head adds). The head must have rounds: a
+    pattern matching nothing there, or nothing discovered, is an input error."""
     commit = commit_of(repo_path, rev)
     tree = read_revision(repo_path, commit.hexsha, subdir, config.exclude)
     program = load_program(tree, config, cache)
+    data = {f.path: f.data for f in tree.files}
+    context = RuleContext(
+        program, config, read_source=lambda rel: data[rel].decode("utf-8", "replace")
+    )
+    discovery = None
+    if label == "head":  # announced, and checked: the head must have rounds
+        origin = f"{rev}:{subdir or '.'}" if not config.source else str(config.source)
+        discovery = require_rounds(program, config.rounds, lambda: context.discovery, origin)
     where = results_path(tree, cache, config, rules)
     results = load_results(where)
     if results is None or (staleness_source is not None and results.staleness is None):
-        data = {f.path: f.data for f in tree.files}
-        context = RuleContext(
-            program, config, read_source=lambda rel: data[rel].decode("utf-8", "replace")
-        )
         check = run_rules(program, config, rules, context=context)
         rows = staleness_source(context) if staleness_source is not None else None
         results = Results(check, rows, program.errors)
         if not check.failures:  # a rule that raised is retried next run, not remembered
             store_results(where, results)
     rows = results.staleness if staleness_source is not None else None
-    return Side(label, rev, commit.hexsha, tree, program, results.check, rows)
+    return Side(label, rev, commit.hexsha, tree, program, results.check, rows, discovery)
