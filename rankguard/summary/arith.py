@@ -38,8 +38,9 @@ import ast
 from typing import Any, NamedTuple
 
 from rankguard.summary.arith_cache import cache_stores, text_of, walk_local
-from rankguard.summary.extract import reference, register_extractor
+from rankguard.summary.extract import register_extractor
 from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT
+from rankguard.summary.references import reference
 
 FACT = "arith"
 # Bump when the shape of the fact changes: the audit re-extracts facts with another version.

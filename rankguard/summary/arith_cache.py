@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 
-from rankguard.summary.extract import reference
+from rankguard.summary.references import reference
 
 TIME_CALLS = frozenset(
     {"time", "monotonic", "perf_counter", "monotonic_ns", "time_ns", "perf_counter_ns"}

@@ -30,9 +30,10 @@ import re
 import string
 from typing import NamedTuple
 
-from rankguard.summary.extract import reference, register_extractor
+from rankguard.summary.extract import register_extractor
 from rankguard.summary.ir import segs_text
 from rankguard.summary.loggers import FACTORIES, Loggers, is_level_method
+from rankguard.summary.references import reference
 
 FACT = "emissions"
 # Bump when the shape of `Emission` or of the fact changes: consumers recompute stale facts.

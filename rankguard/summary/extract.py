@@ -15,22 +15,28 @@ from typing import Any
 
 from rankguard.summary.conditions import condition, with_items
 from rankguard.summary.ir import (
-    CALL,
     OPAQUE,
-    SUBSCRIPT,
     CallSite,
     ClassInfo,
     FileSummary,
     FunctionInfo,
     ImportInfo,
-    Operand,
     Param,
     Segs,
     Stmt,
 )
+from rankguard.summary.reads import (
+    Reads,
+    default_text,
+    is_literal,
+    scan,
+    target_refs,
+    truths,
+    value_shape,
+)
+from rankguard.summary.references import annotation_ref, element_ref, reference, short_text
 
 MODULE_QUALNAME = ""  # the pseudo-function that holds module-level code
-_TEXT_LIMIT = 80
 _SUPPRESS = re.compile(r"#\s*rankguard:\s*ignore(?:\[([^\]]*)\])?\s*(.*)$")
 
 # Extra per-file facts an analysis wants from the same parse: name -> fn(tree, source) -> data.
@@ -46,125 +52,6 @@ def register_extractor(name: str) -> Callable[[Extractor], Extractor]:
     return wrap
 
 
-def reference(node: ast.AST) -> Segs:
-    """The dotted chain an expression spells, as far as it can be followed."""
-    out: list[str] = []
-    while True:
-        if isinstance(node, ast.Attribute):
-            out.append(node.attr)
-            node = node.value
-        elif isinstance(node, ast.Name):
-            out.append(node.id)
-            break
-        elif isinstance(node, ast.Call):
-            if _is_super(node):
-                out.append("super()")
-                break
-            out.append(CALL)
-            node = node.func
-        elif isinstance(node, ast.Subscript):
-            out.append(SUBSCRIPT)
-            node = node.value
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            out.append("<str>")
-            break
-        else:
-            out.append(OPAQUE)
-            break
-    return tuple(reversed(out))
-
-
-def short_text(node: ast.AST | None) -> str:
-    """Cheap readable text for small expressions; long ones are cut."""
-    if node is None:
-        return ""
-    if isinstance(node, ast.Constant):
-        text = repr(node.value)
-    elif isinstance(node, (ast.Name, ast.Attribute)):
-        text = ".".join(reference(node))
-    else:
-        try:
-            text = ast.unparse(node)
-        except (ValueError, RecursionError):  # pragma: no cover - exotic trees
-            text = "…"
-    return text if len(text) <= _TEXT_LIMIT else text[: _TEXT_LIMIT - 1] + "…"
-
-
-def annotation_ref(node: ast.AST | None) -> Segs | None:
-    """The class an annotation names: `T`, `"T"`, `Optional[T]`, `T | None`, `pkg.T`."""
-    if node is None:
-        return None
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        try:
-            node = ast.parse(node.value, mode="eval").body
-        except SyntaxError:
-            return None
-    if isinstance(node, ast.Subscript):
-        head = reference(node.value)
-        if head[-1] in ("Optional", "Final", "ClassVar", "Annotated", "Type", "type"):
-            inner = node.slice
-            if isinstance(inner, ast.Tuple) and inner.elts:
-                inner = inner.elts[0]
-            return annotation_ref(inner)
-        if head[-1] == "Union" and isinstance(node.slice, ast.Tuple):
-            refs = [annotation_ref(e) for e in node.slice.elts]
-            real = [r for r in refs if r and r != ("None",)]
-            return real[0] if len(real) == 1 else None
-        return None
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-        refs = [annotation_ref(node.left), annotation_ref(node.right)]
-        real = [r for r in refs if r and r != ("None",)]
-        return real[0] if len(real) == 1 else None
-    if isinstance(node, (ast.Name, ast.Attribute)):
-        ref = reference(node)
-        return None if OPAQUE in ref else ref
-    return None
-
-
-_CONTAINERS = frozenset(
-    (
-        "List",
-        "list",
-        "Sequence",
-        "MutableSequence",
-        "Iterable",
-        "Iterator",
-        "Deque",
-        "deque",
-        "Set",
-        "set",
-        "FrozenSet",
-        "frozenset",
-        "Collection",
-    )
-)
-
-
-def element_ref(node: ast.AST | None) -> Segs | None:
-    """The element class of a one-type container annotation: `List[T]`, `list[T]`, `Deque[T]`.
-
-    Kept apart from `annotation_ref` so `self.works: List[Work]` never types `self.works` as a
-    `Work`; only iterating it (`for w in self.works`) or subscripting it yields one.
-    """
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        try:
-            node = ast.parse(node.value, mode="eval").body
-        except SyntaxError:
-            return None
-    if not isinstance(node, ast.Subscript):
-        return None
-    head = reference(node.value)
-    if not head or head[-1] not in _CONTAINERS or isinstance(node.slice, ast.Tuple):
-        return None
-    return annotation_ref(node.slice)
-
-
-def _is_literal(node: ast.AST | None) -> bool:
-    return isinstance(node, ast.Constant) and (
-        node.value is None or isinstance(node.value, (bool, int, float, str))
-    )
-
-
 def _is_generator(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """A `yield` in the function's own body (not in a nested function, lambda or class)."""
     todo: list[ast.AST] = list(node.body)
@@ -175,205 +62,6 @@ def _is_generator(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             todo.extend(ast.iter_child_nodes(item))
     return False
-
-
-def _is_super(node: ast.Call) -> bool:
-    return isinstance(node.func, ast.Name) and node.func.id == "super" and not node.args
-
-
-class _Reads(ast.NodeVisitor):
-    """Collects, in evaluation order, the calls and maximal references of an expression."""
-
-    def __init__(self) -> None:
-        self.calls: list[CallSite] = []
-        self.reads: list[Segs] = []
-        self.value_refs: list[tuple[Segs, int]] = []
-        self.existence: list[Segs] = []
-        # Per call, parallel to `calls`: (first read, end of reads, first nested call) it owns.
-        self._spans: list[tuple[int, int, int]] = []
-        self._deferred = 0
-
-    def visit_Call(self, node: ast.Call) -> None:
-        # Evaluation order: the callee's base, the arguments, then the call itself.
-        first_read, first_call = len(self.reads), len(self.calls)
-        func = node.func
-        while isinstance(func, (ast.Attribute, ast.Subscript)):
-            if isinstance(func, ast.Subscript):
-                self.visit(func.slice)
-            func = func.value
-        # `super()` is a lookup, not a call worth an edge.
-        if not isinstance(func, ast.Name) and not (isinstance(func, ast.Call) and _is_super(func)):
-            self.visit(func)
-        target = reference(node.func)
-        if target and target[0] not in (OPAQUE,) and len(target) > 0:
-            self.reads.append(target[:-1] if len(target) > 1 else target)
-        args: list[str] = []
-        literals: list[tuple[str, Any]] = []
-        operands: list[Operand] = []
-        for index, arg in enumerate(node.args):
-            operands.append(self._operand("*" if isinstance(arg, ast.Starred) else None, arg))
-            args.append(short_text(arg))
-            if _is_literal(arg):
-                literals.append((str(index), arg.value))  # type: ignore[attr-defined]
-        kwargs: list[tuple[str, str]] = []
-        for kw in node.keywords:
-            operands.append(self._operand(kw.arg or "**", kw.value))
-            kwargs.append((kw.arg or "**", short_text(kw.value)))
-            if kw.arg and _is_literal(kw.value):
-                literals.append((kw.arg, kw.value.value))  # type: ignore[attr-defined]
-        self.calls.append(
-            CallSite(
-                target,
-                node.lineno,
-                node.col_offset,
-                tuple(args),
-                tuple(kwargs),
-                self._deferred > 0,
-                tuple(operands),
-                tuple(literals),
-            )
-        )
-        self._spans.append((first_read, len(self.reads), first_call))
-
-    def _operand(self, keyword: str | None, node: ast.expr) -> Operand:
-        """Visit one argument and say what it read and called (the slices it appended)."""
-        reads, calls = len(self.reads), len(self.calls)
-        self._value(node)
-        # Only what the argument itself reads and calls: a nested call owns its own arguments.
-        inner = range(calls, len(self.calls))
-        direct = [i for i in inner if not any(self._spans[j][2] <= i < j for j in inner)]
-        owned = [range(self._spans[i][0], self._spans[i][1]) for i in direct]
-        ref = reference(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
-        const = repr(node.value) if isinstance(node, ast.Constant) else None
-        return Operand(
-            keyword,
-            tuple(
-                read
-                for index, read in enumerate(self.reads[reads:], reads)
-                if not any(index in span for span in owned)
-            ),
-            tuple(self.calls[i].target for i in direct),
-            ref if ref and OPAQUE not in ref else None,
-            const,
-        )
-
-    def visit_Compare(self, node: ast.Compare) -> None:
-        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
-            pair = (node.left, node.comparators[0])
-            for value, other in (pair, pair[::-1]):
-                none = isinstance(other, ast.Constant) and other.value is None
-                if none and isinstance(value, (ast.Name, ast.Attribute)):
-                    ref = reference(value)
-                    if OPAQUE not in ref:
-                        self.existence.append(ref)
-        self.generic_visit(node)
-
-    def _value(self, node: ast.AST) -> None:
-        """An argument or element: a bare reference here may be a callback."""
-        if isinstance(node, (ast.Name, ast.Attribute)):
-            ref = reference(node)
-            if OPAQUE not in ref:
-                self.value_refs.append((ref, node.lineno))
-        elif isinstance(node, ast.Starred):
-            self._value(node.value)
-            return
-        self.visit(node)
-
-    def visit_Lambda(self, node: ast.Lambda) -> None:
-        self._deferred += 1
-        self.visit(node.body)
-        self._deferred -= 1
-
-    def visit_Name(self, node: ast.Name) -> None:
-        self.reads.append((node.id,))
-
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        ref = reference(node)
-        if OPAQUE in ref or "<str>" in ref:
-            self.generic_visit(node)
-        else:
-            if CALL in ref or SUBSCRIPT in ref:
-                self.generic_visit(node)
-            self.reads.append(ref)
-
-    def _elements(self, elts: Iterable[ast.AST | None]) -> None:
-        for elt in elts:
-            if elt is not None:
-                self._value(elt)
-
-    def visit_Tuple(self, node: ast.Tuple) -> None:
-        self._elements(node.elts)
-
-    def visit_List(self, node: ast.List) -> None:
-        self._elements(node.elts)
-
-    def visit_Set(self, node: ast.Set) -> None:
-        self._elements(node.elts)
-
-    def visit_Dict(self, node: ast.Dict) -> None:
-        for key, value in zip(node.keys, node.values, strict=False):
-            if key is not None:
-                self.visit(key)
-            self._value(value)
-
-
-def _truths(node: ast.AST | None) -> tuple[Segs, ...]:
-    """References in truth position: `q`, `not q`, `a and q`, `a or not q`."""
-    if isinstance(node, ast.BoolOp):
-        return tuple(ref for value in node.values for ref in _truths(value))
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return _truths(node.operand)
-    if isinstance(node, (ast.Name, ast.Attribute)):
-        ref = reference(node)
-        return () if OPAQUE in ref else (ref,)
-    return ()
-
-
-def _scan(node: ast.AST | None) -> _Reads:
-    reads = _Reads()
-    if node is not None:
-        reads.visit(node)
-    return reads
-
-
-def _default_text(node: ast.AST | None) -> str | None:
-    return None if node is None else short_text(node)
-
-
-def _value_shape(node: ast.AST | None) -> tuple[Any, ...]:
-    if isinstance(node, ast.Call):
-        return ("call", reference(node.func))
-    if isinstance(node, ast.Await):
-        return _value_shape(node.value)
-    if isinstance(node, (ast.Name, ast.Attribute)):
-        return ("ref", reference(node))
-    if isinstance(node, ast.Constant):
-        return ("const", short_text(node))
-    elements = _literal_elements(node)
-    if elements:
-        return ("literal", elements)
-    return ("other",)
-
-
-def _literal_elements(node: ast.AST | None) -> tuple[Segs, ...]:
-    """The plain references a dict (its values), list, tuple or set literal holds."""
-    if isinstance(node, ast.Dict):
-        items: list[ast.expr | None] = list(node.values)
-    elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
-        items = list(node.elts)
-    else:
-        return ()
-    refs = [reference(i) for i in items if isinstance(i, (ast.Name, ast.Attribute))]
-    return tuple(ref for ref in refs if OPAQUE not in ref)
-
-
-def _target_refs(node: ast.AST) -> list[Segs]:
-    if isinstance(node, (ast.Tuple, ast.List)):
-        return [ref for elt in node.elts for ref in _target_refs(elt)]
-    if isinstance(node, ast.Starred):
-        return _target_refs(node.value)
-    ref = reference(node)
-    return [] if OPAQUE in ref else [ref]
 
 
 class _Builder:
@@ -403,9 +91,9 @@ class _Builder:
 
         def param(arg: ast.arg, default: ast.expr | None) -> Param:
             ann = arg.annotation
-            literal = (default.value,) if _is_literal(default) else ()  # type: ignore[union-attr]
+            literal = (default.value,) if is_literal(default) else ()  # type: ignore[union-attr]
             return Param(
-                arg.arg, annotation_ref(ann), _default_text(default), element_ref(ann), literal
+                arg.arg, annotation_ref(ann), default_text(default), element_ref(ann), literal
             )
 
         params += [param(arg, default) for arg, default in zip(positional, defaults, strict=True)]
@@ -488,13 +176,13 @@ class _Builder:
                 out.extend(made) if isinstance(made, list) else out.append(made)
         return tuple(out)
 
-    def _expr(self, node: ast.AST | None) -> _Reads:
-        reads = _scan(node)
+    def _expr(self, node: ast.AST | None) -> Reads:
+        reads = scan(node)
         self._value_refs[-1].extend(reads.value_refs)
         return reads
 
-    def _exprs(self, nodes: Iterable[ast.AST | None]) -> _Reads:
-        merged = _Reads()
+    def _exprs(self, nodes: Iterable[ast.AST | None]) -> Reads:
+        merged = Reads()
         for node in nodes:
             part = self._expr(node)
             merged.calls += part.calls
@@ -531,7 +219,7 @@ class _Builder:
                 line,
                 tuple(r.calls),
                 reads=tuple(r.reads),
-                value=_value_shape(node.value),
+                value=value_shape(node.value),
                 existence=tuple(r.existence),
                 tree=condition(node.value, reference) if node.value is not None else (),
             )
@@ -556,7 +244,7 @@ class _Builder:
                 text=short_text(node.test),
                 reads=tuple(r.reads),
                 existence=tuple(r.existence),
-                truths=_truths(node.test),
+                truths=truths(node.test),
                 cond=condition(node.test, reference),
             )
         if isinstance(node, ast.While):
@@ -571,7 +259,7 @@ class _Builder:
                 reads=tuple(r.reads),
                 infinite=infinite,
                 existence=tuple(r.existence),
-                truths=_truths(node.test),
+                truths=truths(node.test),
                 cond=condition(node.test, reference),
             )
         if isinstance(node, (ast.For, ast.AsyncFor)):
@@ -582,11 +270,9 @@ class _Builder:
                 tuple(r.calls),
                 (self.block(node.body, scope, cls), self.block(node.orelse, scope, cls)),
                 text=short_text(node.iter),
-                targets=tuple(_target_refs(node.target)),
+                targets=tuple(target_refs(node.target)),
                 reads=tuple(r.reads),
-                truths=_truths(node.iter)
-                if isinstance(node.iter, ast.Attribute | ast.Name)
-                else (),
+                truths=truths(node.iter) if isinstance(node.iter, ast.Attribute | ast.Name) else (),
             )
         if isinstance(node, (ast.With, ast.AsyncWith)):
             r = self._exprs(item.context_expr for item in node.items)
@@ -594,7 +280,7 @@ class _Builder:
                 ref
                 for item in node.items
                 if item.optional_vars
-                for ref in _target_refs(item.optional_vars)
+                for ref in target_refs(item.optional_vars)
             ]
             return Stmt(
                 "with",
@@ -661,11 +347,11 @@ class _Builder:
         targets: list[Segs] = []
         if isinstance(node, ast.Assign):
             for target in node.targets:
-                targets += _target_refs(target)
+                targets += target_refs(target)
         else:
-            targets += _target_refs(node.target)
+            targets += target_refs(node.target)
         r = self._expr(value)
-        shape = _value_shape(value)
+        shape = value_shape(value)
         if isinstance(node, ast.AnnAssign):
             ann = annotation_ref(node.annotation)
             if ann and shape[0] not in ("call",):

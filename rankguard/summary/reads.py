@@ -1,0 +1,215 @@
+"""What an expression reads and calls, in evaluation order, and the shape of a stored value.
+
+The statement builder (`extract`) asks these for every expression it meets; they never look at
+statements, so one expression is scanned once whatever statement holds it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from typing import Any
+
+from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT, CallSite, Operand, Segs
+from rankguard.summary.references import is_super, reference, short_text
+
+
+def is_literal(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and (
+        node.value is None or isinstance(node.value, (bool, int, float, str))
+    )
+
+
+class Reads(ast.NodeVisitor):
+    """Collects, in evaluation order, the calls and maximal references of an expression."""
+
+    def __init__(self) -> None:
+        self.calls: list[CallSite] = []
+        self.reads: list[Segs] = []
+        self.value_refs: list[tuple[Segs, int]] = []
+        self.existence: list[Segs] = []
+        # Per call, parallel to `calls`: (first read, end of reads, first nested call) it owns.
+        self._spans: list[tuple[int, int, int]] = []
+        self._deferred = 0
+
+    def visit_Call(self, node: ast.Call) -> None:
+        # Evaluation order: the callee's base, the arguments, then the call itself.
+        first_read, first_call = len(self.reads), len(self.calls)
+        func = node.func
+        while isinstance(func, (ast.Attribute, ast.Subscript)):
+            if isinstance(func, ast.Subscript):
+                self.visit(func.slice)
+            func = func.value
+        # `super()` is a lookup, not a call worth an edge.
+        if not isinstance(func, ast.Name) and not (isinstance(func, ast.Call) and is_super(func)):
+            self.visit(func)
+        target = reference(node.func)
+        if target and target[0] not in (OPAQUE,) and len(target) > 0:
+            self.reads.append(target[:-1] if len(target) > 1 else target)
+        args: list[str] = []
+        literals: list[tuple[str, Any]] = []
+        operands: list[Operand] = []
+        for index, arg in enumerate(node.args):
+            operands.append(self._operand("*" if isinstance(arg, ast.Starred) else None, arg))
+            args.append(short_text(arg))
+            if is_literal(arg):
+                literals.append((str(index), arg.value))  # type: ignore[attr-defined]
+        kwargs: list[tuple[str, str]] = []
+        for kw in node.keywords:
+            operands.append(self._operand(kw.arg or "**", kw.value))
+            kwargs.append((kw.arg or "**", short_text(kw.value)))
+            if kw.arg and is_literal(kw.value):
+                literals.append((kw.arg, kw.value.value))  # type: ignore[attr-defined]
+        self.calls.append(
+            CallSite(
+                target,
+                node.lineno,
+                node.col_offset,
+                tuple(args),
+                tuple(kwargs),
+                self._deferred > 0,
+                tuple(operands),
+                tuple(literals),
+            )
+        )
+        self._spans.append((first_read, len(self.reads), first_call))
+
+    def _operand(self, keyword: str | None, node: ast.expr) -> Operand:
+        """Visit one argument and say what it read and called (the slices it appended)."""
+        reads, calls = len(self.reads), len(self.calls)
+        self._value(node)
+        # Only what the argument itself reads and calls: a nested call owns its own arguments.
+        inner = range(calls, len(self.calls))
+        direct = [i for i in inner if not any(self._spans[j][2] <= i < j for j in inner)]
+        owned = [range(self._spans[i][0], self._spans[i][1]) for i in direct]
+        ref = reference(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        const = repr(node.value) if isinstance(node, ast.Constant) else None
+        return Operand(
+            keyword,
+            tuple(
+                read
+                for index, read in enumerate(self.reads[reads:], reads)
+                if not any(index in span for span in owned)
+            ),
+            tuple(self.calls[i].target for i in direct),
+            ref if ref and OPAQUE not in ref else None,
+            const,
+        )
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.Is, ast.IsNot)):
+            pair = (node.left, node.comparators[0])
+            for value, other in (pair, pair[::-1]):
+                none = isinstance(other, ast.Constant) and other.value is None
+                if none and isinstance(value, (ast.Name, ast.Attribute)):
+                    ref = reference(value)
+                    if OPAQUE not in ref:
+                        self.existence.append(ref)
+        self.generic_visit(node)
+
+    def _value(self, node: ast.AST) -> None:
+        """An argument or element: a bare reference here may be a callback."""
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            ref = reference(node)
+            if OPAQUE not in ref:
+                self.value_refs.append((ref, node.lineno))
+        elif isinstance(node, ast.Starred):
+            self._value(node.value)
+            return
+        self.visit(node)
+
+    def visit_Lambda(self, node: ast.Lambda) -> None:
+        self._deferred += 1
+        self.visit(node.body)
+        self._deferred -= 1
+
+    def visit_Name(self, node: ast.Name) -> None:
+        self.reads.append((node.id,))
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        ref = reference(node)
+        if OPAQUE in ref or "<str>" in ref:
+            self.generic_visit(node)
+        else:
+            if CALL in ref or SUBSCRIPT in ref:
+                self.generic_visit(node)
+            self.reads.append(ref)
+
+    def _elements(self, elts: Iterable[ast.AST | None]) -> None:
+        for elt in elts:
+            if elt is not None:
+                self._value(elt)
+
+    def visit_Tuple(self, node: ast.Tuple) -> None:
+        self._elements(node.elts)
+
+    def visit_List(self, node: ast.List) -> None:
+        self._elements(node.elts)
+
+    def visit_Set(self, node: ast.Set) -> None:
+        self._elements(node.elts)
+
+    def visit_Dict(self, node: ast.Dict) -> None:
+        for key, value in zip(node.keys, node.values, strict=False):
+            if key is not None:
+                self.visit(key)
+            self._value(value)
+
+
+def truths(node: ast.AST | None) -> tuple[Segs, ...]:
+    """References in truth position: `q`, `not q`, `a and q`, `a or not q`."""
+    if isinstance(node, ast.BoolOp):
+        return tuple(ref for value in node.values for ref in truths(value))
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return truths(node.operand)
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        ref = reference(node)
+        return () if OPAQUE in ref else (ref,)
+    return ()
+
+
+def scan(node: ast.AST | None) -> Reads:
+    reads = Reads()
+    if node is not None:
+        reads.visit(node)
+    return reads
+
+
+def default_text(node: ast.AST | None) -> str | None:
+    return None if node is None else short_text(node)
+
+
+def value_shape(node: ast.AST | None) -> tuple[Any, ...]:
+    if isinstance(node, ast.Call):
+        return ("call", reference(node.func))
+    if isinstance(node, ast.Await):
+        return value_shape(node.value)
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        return ("ref", reference(node))
+    if isinstance(node, ast.Constant):
+        return ("const", short_text(node))
+    elements = literal_elements(node)
+    if elements:
+        return ("literal", elements)
+    return ("other",)
+
+
+def literal_elements(node: ast.AST | None) -> tuple[Segs, ...]:
+    """The plain references a dict (its values), list, tuple or set literal holds."""
+    if isinstance(node, ast.Dict):
+        items: list[ast.expr | None] = list(node.values)
+    elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        items = list(node.elts)
+    else:
+        return ()
+    refs = [reference(i) for i in items if isinstance(i, (ast.Name, ast.Attribute))]
+    return tuple(ref for ref in refs if OPAQUE not in ref)
+
+
+def target_refs(node: ast.AST) -> list[Segs]:
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return [ref for elt in node.elts for ref in target_refs(elt)]
+    if isinstance(node, ast.Starred):
+        return target_refs(node.value)
+    ref = reference(node)
+    return [] if OPAQUE in ref else [ref]
