@@ -34,7 +34,7 @@ def main() -> int:
     args = parser.parse_args()
     config = load(args.config, args.tree)
     tree = read_directory(args.tree, config.exclude)
-    program = load_program(tree, config, make_cache(args.cache_dir))
+    program = load_program(tree, make_cache(args.cache_dir))
     rounds = find_rounds(program, config.rounds, collective_catalog(config.collectives))
     for rnd in rounds:
         rows = [c.to_json() for c in rnd.collectives]

@@ -30,7 +30,7 @@ def program_of(tmp_path: Path) -> Callable[..., Program]:
     def build(files: dict[str, str], config: Config | None = None) -> Program:
         write_tree(tmp_path, files)
         config = config or Config()
-        return load_program(read_directory(tmp_path, config.exclude), config)
+        return load_program(read_directory(tmp_path, config.exclude))
 
     return build
 

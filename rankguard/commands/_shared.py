@@ -25,7 +25,7 @@ def load_from_path(args: argparse.Namespace, path: Path) -> tuple[Config, Progra
     cache = make_cache(args.cache_dir, enabled=not args.no_cache)
     tree = read_directory(path, config.exclude)
     print_warnings(tree.warnings)
-    return config, load_program(tree, config, cache)
+    return config, load_program(tree, cache)
 
 
 def print_warnings(warnings: list[ErrorRecord]) -> None:

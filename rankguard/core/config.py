@@ -1,7 +1,7 @@
 """`[tool.rankguard]` configuration: discovery, validation and a stable digest.
 
-The digest feeds the parse cache key, so a config change that could alter a summary invalidates
-the cached summaries without touching unrelated state.
+The digest keys the rules' cached results (rules read config); summaries never depend on config,
+so a changed setting re-runs the rules without re-parsing anything.
 """
 
 from __future__ import annotations

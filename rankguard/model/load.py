@@ -89,7 +89,7 @@ def _module_blobs(tree: SourceTree) -> dict[str, tuple[str, ...]]:
     return {module: tuple(sorted(blobs)) for module, blobs in found.items()}
 
 
-def load_program(tree: SourceTree, config: Config, cache: SummaryCache | None = None) -> Program:
+def load_program(tree: SourceTree, cache: SummaryCache | None = None) -> Program:
     cache = cache or SummaryCache(None)
     with paused_gc():
         summaries, errors = parse_all(tree.files, cache)
@@ -129,4 +129,4 @@ def program_from_summaries(
 
 
 def load_path(path: Path, config: Config, cache: SummaryCache | None = None) -> Program:
-    return load_program(read_directory(path, config.exclude), config, cache)
+    return load_program(read_directory(path, config.exclude), cache)

@@ -112,7 +112,7 @@ def run_check(
         cached = load_results(where)
         program = None
         if cached is None or options.report_unused_ignores:
-            program = load_program(tree, config, cache)
+            program = load_program(tree, cache)
         if cached is not None:
             part, program_errors, found = cached.check, cached.errors, cached.discovery
         else:

@@ -38,7 +38,7 @@ def check_files(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text).lstrip("\n"))
     config = config_of(settings or {})
-    program = load_program(read_directory(root, config.exclude), config)
+    program = load_program(read_directory(root, config.exclude))
     assert not program.errors, program.errors
     reader = options.pop("read_source", lambda rel: (root / rel).read_text("utf-8"))
     return run_rules(program, config, rules, options, read_source=reader)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from rankguard.adapters.sources import module_names, read_directory, read_revision
-from rankguard.core.config import Config
 from rankguard.model import load_program
 from tests.conftest import write_tree
 from tests.inventory.conftest import commit, git
@@ -68,7 +67,7 @@ def test_program_keeps_both_common_modules_without_errors(tmp_path: Path):
     for tree in (read_directory(tmp_path), read_revision(tmp_path, rev)):
         modules = sorted(f.module for f in tree.files)
         assert len(modules) == len(set(modules)) == 5
-        program = load_program(tree, Config())
+        program = load_program(tree)
         assert program.errors == []
         assert {"proj.core.utils.common.a", "proj.core.layers.utils.common.b"} <= set(
             program.functions

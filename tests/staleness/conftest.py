@@ -41,7 +41,7 @@ def analyse(tmp_path: Path) -> Callable[..., StalenessReport]:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(textwrap.dedent(text).lstrip("\n"))
         cfg = Config(**{k: tuple(v) for k, v in config.items()})  # type: ignore[arg-type]
-        program = load_program(read_directory(root), cfg, None)
+        program = load_program(read_directory(root))
         return staleness(program, cfg)
 
     return run

@@ -70,7 +70,7 @@ def load_side(
     pattern matching nothing there, or nothing discovered, is an input error."""
     commit = commit_of(repo_path, rev)
     tree = read_revision(repo_path, commit.hexsha, subdir, config.exclude)
-    program = load_program(tree, config, cache)
+    program = load_program(tree, cache)
     data = {f.path: f.data for f in tree.files}
     context = RuleContext(
         program, config, read_source=lambda rel: data[rel].decode("utf-8", "replace")
