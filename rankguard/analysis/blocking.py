@@ -60,7 +60,7 @@ from rankguard.catalogs.catalog import BlockingCatalog, CollectiveCatalog
 from rankguard.core.chains import Hop
 from rankguard.model.facts import Cond, assume, contradicts, forget, pure
 from rankguard.model.program import Program
-from rankguard.model.records import FunctionRecord, Target
+from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt
 
 _MAX_LOOP_PASSES = 8
@@ -86,24 +86,6 @@ class BlockingAnalysis:
         self._memo: dict[MemoKey, Summary] = {}
         self._stack: list[str] = []
 
-    def function_cadence(self, name: str) -> str | None:
-        return self.classify.function_cadence(name)
-
-    def blocking_call(
-        self,
-        record: FunctionRecord,
-        call: CallSite,
-        stmt_calls: Sequence[CallSite],
-        targets: Sequence[Target],
-        env: Mapping[str, str],
-        guards: Guards,
-        cadence: str | None,
-        known: Mapping[Cond, Any] | None = None,
-    ) -> BlockingCall | None:
-        return self.classify.blocking_call(
-            record, call, stmt_calls, targets, env, guards, cadence, known
-        )
-
     # -- summaries -----------------------------------------------------------------------------
     def summary(
         self, name: str, known: Mapping[Cond, Any], env: Mapping[str, str]
@@ -123,7 +105,7 @@ class BlockingAnalysis:
         finally:
             self._stack.pop()
         result = Summary(walk.first, walk.pairs, dict(end.pending) if end else {})
-        cadence = self.function_cadence(name)
+        cadence = self.classify.function_cadence(name)
         if cadence:
             result = Summary(
                 result.first,
@@ -340,7 +322,7 @@ class _Walk:
         inner = cadence
         for call in stmt.calls:
             for target in followed(self.a.program, self.fn, call):
-                helper = self.a.function_cadence(target.name)
+                helper = self.a.classify.function_cadence(target.name)
                 if helper and "cadence helper" in helper:
                     inner = inner or helper
         state = self.calls(stmt.calls, state, guards, cadence)
@@ -402,7 +384,7 @@ class _Walk:
     ) -> State:
         hop = Hop(self.fn, self.record.path, call.line)
         targets = followed(self.a.program, self.fn, call)
-        blocking = self.a.blocking_call(
+        blocking = self.a.classify.blocking_call(
             self.record, call, stmt_calls, targets, state.env, state.taken, cadence, state.known
         )
         if blocking is not None:

@@ -137,7 +137,9 @@ class WatchdogAnalysis:
                 return Wait(record.path, call.line, target.name, "collective", record.qualname)
             if kind == "p2p" and target.name.rsplit(".", 1)[-1] in BLOCKING_P2P:
                 return Wait(record.path, call.line, target.name, "p2p-recv", record.qualname)
-        found = self.blocking.blocking_call(record, call, stmt_calls, targets, {}, (), None)
+        found = self.blocking.classify.blocking_call(
+            record, call, stmt_calls, targets, {}, (), None
+        )
         if found is not None and found.kind in WAIT_KINDS:
             return Wait(record.path, call.line, found.callee, found.kind, record.qualname)
         return None
