@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from rankguard.model.decorators import Decorators
 from rankguard.model.hierarchy import Hierarchy
+from rankguard.model.named import NAMED, forwarded, name_prefix, named_methods
 from rankguard.model.namespaces import ModuleNamespaces, dedupe, of_kind
 from rankguard.model.records import FunctionRecord, Target
 from rankguard.model.values import BUILTIN_PREFIX, Value, external
@@ -169,8 +170,8 @@ class Resolver(ModuleNamespaces, Decorators):
         if shape[0] == "call":
             if len(shape) > 2:  # annotated and called: trust the annotation
                 return list(self._instances(fn, shape[2]))
-            devices = self._device_modules(fn, stmt, shape[1])
-            return list(devices or self.call_results(fn, shape[1]))
+            computed = self._computed_attribute(fn, stmt, shape[1])
+            return list(computed or self.call_results(fn, shape[1]))
         if shape[0] == "ref":
             return [v for v in self.evaluate(fn, shape[1]) if v.kind != "builtin"]
         if shape[0] == "literal":  # a container literal: its elements, through `[k]` or `for`
@@ -182,16 +183,24 @@ class Resolver(ModuleNamespaces, Decorators):
             ]
         return []
 
-    def _device_modules(self, fn: FunctionRecord, stmt: Stmt, callee: Segs) -> tuple[Value, ...]:
-        """`getattr(torch, device_type)` with a computed name: the device submodules."""
+    def _computed_attribute(
+        self, fn: FunctionRecord, stmt: Stmt, callee: Segs
+    ) -> tuple[Value, ...]:
+        """`getattr(owner, name)`: a literal name is that attribute; a computed one is the
+        device submodules for `torch` (`getattr(torch, device_type)`), else the methods it may
+        name (`model.named`)."""
         for call in stmt.calls:
-            if call.target != callee or len(call.args) != 2 or call.args[1][:1] in "'\"":
+            if call.target != callee or len(call.args) != 2:
                 continue
             if not any(v.name == BUILTIN_PREFIX + "getattr" for v in self.evaluate(fn, callee)):
                 continue
             owner = self.evaluate(fn, tuple(call.args[0].split(".")))
+            prefix = name_prefix(call.args[1])
+            if prefix is None:
+                return dedupe(v for o in owner for v in self.attribute(o, call.args[1][1:-1]))
             if any(v.kind == "external" and v.name == "torch" for v in owner):
                 return DEVICE_MODULES
+            return named_methods(self, owner, prefix)
         return ()
 
     def _instances(self, fn: FunctionRecord, annotation: Segs) -> tuple[Value, ...]:
@@ -258,6 +267,8 @@ class Resolver(ModuleNamespaces, Decorators):
             found = self._class_member(mro, attr, instance=kind == "instance", bound=value.name)
             if found:
                 return found
+            if kind == "instance" and (held := forwarded(self, value.name)):
+                return dedupe(v for owner in held for v in self.attribute(owner, attr))
             if kind == "instance":
                 # `self` in a mixin may be any class derived from it.
                 derived = []
@@ -410,7 +421,8 @@ class Resolver(ModuleNamespaces, Decorators):
         targets: list[Target] = []
         for value in self.evaluate(fn, call.target):
             if value.kind == "function":
-                targets.append(Target(value.name, kind, value.via))
+                guess = value.via == NAMED and kind == "call"  # a method named at run time
+                targets.append(Target(value.name, "fallback" if guess else kind, value.via))
             elif value.kind == "class":
                 init = self._class_member(self.p.mro(value.name), "__init__", True, value.name)
                 named = [v.name for v in init if v.kind == "function"]

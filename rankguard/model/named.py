@@ -1,0 +1,88 @@
+"""Methods looked up by a name computed at run time.
+
+`func = getattr(self.worker, method)` and then `func(*args)` is the shape of an RPC loop: the
+loop runs whichever method a message names. Statically that may be any public method of the
+receiver's classes (for `f"_handle_{kind}"`, any method whose name starts with `_handle_`; never
+a static or class method), so
+each is a `fallback` edge (`via="named"`): followed, and marked as a guess. A class whose
+`__getattr__` returns `getattr(self.x, attr)` forwards the names it lacks to `self.x`, so
+`self.x`'s methods are candidates too, and a plain attribute the class lacks is looked up there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from rankguard.model.namespaces import dedupe, of_kind
+from rankguard.model.values import Value
+from rankguard.summary.ir import Segs
+
+if TYPE_CHECKING:
+    from rankguard.model.resolve import Resolver
+
+NAMED = "named"
+
+
+def name_prefix(text: str) -> str | None:
+    """The constant prefix of an attribute name as written: `""` for a variable, `"_handle_"`
+    for `f"_handle_{kind}"`; None for a string literal, an exact attribute resolved as such."""
+    if text[:1] in ("'", '"'):
+        return None
+    if text[:2].lower() in ("f'", 'f"'):
+        return text[2:].split("{", 1)[0]
+    return ""
+
+
+def named_methods(
+    resolver: Resolver, owners: Iterable[Value], prefix: str, seen: frozenset[str] = frozenset()
+) -> tuple[Value, ...]:
+    """Every method `getattr(owner, <name with this prefix>)` may find on these values."""
+    out: list[Value] = []
+    for owner in owners:
+        if owner.kind != "instance" or owner.name in seen:
+            continue
+        declared = owner.via == "declared"
+        for cls in resolver.hierarchy.receivers(owner.name) if declared else (owner.name,):
+            first: dict[str, str] = {}
+            for ancestor in resolver.p.mro(cls):
+                for name, qual in resolver.p.classes[ancestor].methods.items():
+                    first.setdefault(name, qual)
+            for name, qual in sorted(first.items()):
+                wanted = name.startswith(prefix) if prefix else not name.startswith("_")
+                if wanted and _bound(resolver.p.functions[qual].info.decorators):
+                    out.append(Value("function", qual, bound=cls, via=NAMED))
+            more = forwarded(resolver, cls)
+            out.extend(named_methods(resolver, more, prefix, seen | {owner.name}))
+    return dedupe(out)
+
+
+def _bound(decorators: Iterable[Segs]) -> bool:
+    """An instance's method: a message names what the object does, while a static or class
+    method (a process entry point, a factory) is not called through an instance by name."""
+    return not any(d and d[-1] in ("staticmethod", "classmethod") for d in decorators)
+
+
+def forwarded(resolver: Resolver, cls: str) -> tuple[Value, ...]:
+    """What `cls.__getattr__` forwards the names it lacks to (`return getattr(self.x, attr)`)."""
+    qual = next(
+        (
+            resolver.p.classes[c].methods["__getattr__"]
+            for c in resolver.p.mro(cls)
+            if "__getattr__" in resolver.p.classes[c].methods
+        ),
+        None,
+    )
+    if qual is None:
+        return ()
+    fn = resolver.p.functions[qual]
+    params = fn.info.params
+    if len(params) < 2:
+        return ()
+    for stmt in of_kind(fn.info.body, "return"):
+        for call in stmt.calls:
+            if call.target == ("getattr",) and tuple(call.args[1:]) == (params[1].name,):
+                owner = tuple(call.args[0].split("."))
+                if owner[:1] == (params[0].name,):
+                    return tuple(v for v in resolver.evaluate(fn, owner) if v.name != cls)
+    return ()
