@@ -64,7 +64,18 @@ def _bound(decorators: Iterable[Segs]) -> bool:
 
 
 def forwarded(resolver: Resolver, cls: str) -> tuple[Value, ...]:
-    """What `cls.__getattr__` forwards the names it lacks to (`return getattr(self.x, attr)`)."""
+    """What `cls.__getattr__` forwards the names it lacks to (`return getattr(self.x, attr)`);
+    memoised, and empty while being computed (typing `self.x` may look up an attribute of
+    `cls` again: `LazyValue.__getattr__` reads its own `value` property)."""
+    memo = resolver.forwarding
+    if cls in memo:
+        return memo[cls] or ()
+    memo[cls] = None
+    memo[cls] = found = _forwarded(resolver, cls)
+    return found
+
+
+def _forwarded(resolver: Resolver, cls: str) -> tuple[Value, ...]:
     qual = next(
         (
             resolver.p.classes[c].methods["__getattr__"]

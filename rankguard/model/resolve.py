@@ -67,6 +67,7 @@ class Resolver(ModuleNamespaces, Decorators):
         self._attr_callables: dict[tuple[str, str], tuple[str, ...]] = {}
         self._local_types: dict[str, dict[str, list]] = {}
         self._returns: dict[str, tuple[Value, ...] | object] = {}
+        self.forwarding: dict[str, tuple[Value, ...] | None] = {}  # model.named
         self._method_owners: dict[str, list[str]] | None = None
         self.hierarchy = Hierarchy(program)
         self._decorated: dict[str, tuple[Value, ...]] = {}

@@ -95,3 +95,32 @@ def test_a_literal_name_stays_an_exact_call(program_of):
     program = program_of({"m.py": CODE})
     assert "m.Proc.other" in callees(program, "m.Proc.literal", "call")
     assert callees(program, "m.Proc.literal", "fallback") == set()
+
+
+def test_a_forwarding_class_that_reads_its_own_property_terminates(program_of):
+    """`LazyValue.__getattr__` forwards to `self.value`, a property that reads attributes of
+    the same class: typing the forwarded value must not recurse."""
+    program = program_of(
+        {
+            "m.py": """
+                class LazyValue:
+                    def __init__(self, creator):
+                        self._creator = creator
+                        self._value = None
+
+                    def __getattr__(self, name):
+                        return getattr(self.value, name)
+
+                    @property
+                    def value(self):
+                        if self._creator is not None:
+                            self._value = self._creator()
+                        return self._value
+
+                def use(lazy: LazyValue):
+                    lazy.missing()
+            """
+        }
+    )
+    assert not program.errors
+    assert callees(program, "m.use") == set()
