@@ -4,7 +4,9 @@
 loop runs whichever method a message names. Statically that may be any public method of the
 receiver's classes (for `f"_handle_{kind}"`, any method whose name starts with `_handle_`; never
 a static or class method), so
-each is a `fallback` edge (`via="named"`): followed, and marked as a guess. A class whose
+each is a `fallback` edge (`via="named"`): followed, and marked as a guess. An object looking up
+its *own* method by an unconstrained name (`getattr(self, req.method)`) is not followed: every
+method of its class, its own loop included, is too wide a guess to pay for itself. A class whose
 `__getattr__` returns `getattr(self.x, attr)` forwards the names it lacks to `self.x`, so
 `self.x`'s methods are candidates too, and a plain attribute the class lacks is looked up there.
 """

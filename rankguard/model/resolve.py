@@ -201,6 +201,8 @@ class Resolver(ModuleNamespaces, Decorators):
                 return dedupe(v for o in owner for v in self.attribute(o, call.args[1][1:-1]))
             if any(v.kind == "external" and v.name == "torch" for v in owner):
                 return DEVICE_MODULES
+            if not prefix and _own(fn, call.args[0]):
+                return ()  # any method of its own class, the loop itself included: too wide
             return named_methods(self, owner, prefix)
         return ()
 
@@ -465,6 +467,12 @@ class Resolver(ModuleNamespaces, Decorators):
     def value_ref_targets(self, fn: FunctionRecord, segs: Segs) -> list[str]:
         """Functions a reference passed or stored as a value stands for (callback edges)."""
         return sorted({v.name for v in self.evaluate(fn, segs) if v.kind == "function"})
+
+
+def _own(fn: FunctionRecord, text: str) -> bool:
+    """`text` names the method's own instance (`self`)."""
+    params = fn.info.params
+    return bool(fn.info.cls and params) and text == params[0].name
 
 
 def _decorated(fn: FunctionRecord, name: str) -> bool:

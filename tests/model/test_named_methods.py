@@ -62,6 +62,10 @@ class Proc:
     def _handle_abort(self):
         pass
 
+    def handle_rpc(self, request):
+        func = getattr(self, request.method)
+        func()
+
     def other(self):
         pass
 
@@ -89,6 +93,11 @@ def test_a_name_with_a_constant_prefix_narrows_to_those_methods(program_of):
         "m.Proc._handle_abort",
         "m.Proc._handle_add",
     }
+
+
+def test_an_unconstrained_name_on_its_own_instance_is_not_followed(program_of):
+    program = program_of({"m.py": CODE})
+    assert callees(program, "m.Proc.handle_rpc", "fallback") == set()
 
 
 def test_a_literal_name_stays_an_exact_call(program_of):
