@@ -34,6 +34,16 @@ class SourceKind:
 
 
 @dataclass(frozen=True)
+class Generator:
+    """A random generator the program can seed: `seeds` set its state, `draws` read it
+    (fnmatch patterns over resolved callee names)."""
+
+    name: str
+    seeds: tuple[str, ...]
+    draws: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class RankSourceCatalog:
     kinds: tuple[SourceKind, ...]
     rank_calls: tuple[re.Pattern[str], ...]
@@ -51,6 +61,7 @@ class RankSourceCatalog:
     shape_calls: frozenset[str]
     aliases: dict[str, str]  # spelling -> dimension
     grids: tuple[tuple[str, tuple[str, ...]], ...]  # (of, axes)
+    generators: tuple[Generator, ...]
     _memo: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
     _compiled: list[tuple[str, re.Pattern[str]]] = field(
         default_factory=list, compare=False, repr=False
@@ -94,6 +105,21 @@ class RankSourceCatalog:
                 if k.match
             )
         return next((kind for kind, rx in self._compiled if rx.match(name)), None)
+
+    # -- random generators ----------------------------------------------------------------
+    def generator_drawn(self, names: Sequence[str]) -> str:
+        """The generator a random draw reads (`torch.multinomial` -> "torch"), "" for none."""
+        return self._generator(names, lambda g: g.draws)
+
+    def generator_seeded(self, names: Sequence[str]) -> str:
+        """The generator a call seeds (`torch.manual_seed` -> "torch"), "" for none."""
+        return self._generator(names, lambda g: g.seeds)
+
+    def _generator(self, names: Sequence[str], patterns: Any) -> str:
+        for generator in self.generators:
+            if any(fnmatch.fnmatchcase(n, p) for n in names for p in patterns(generator)):
+                return generator.name
+        return ""
 
     # -- names ------------------------------------------------------------------------------
     def is_rank_call(self, name: str) -> bool:
@@ -190,6 +216,7 @@ _COPIED = (
     "shape_calls",
     "aliases",
     "grids",
+    "generators",
 )
 
 
@@ -237,6 +264,10 @@ def parse_rank_sources(data: dict) -> RankSourceCatalog:
         shape_calls=words(placement, "shapes"),
         aliases=aliases,
         grids=tuple(grids),
+        generators=tuple(
+            Generator(row["name"], tuple(row["seeds"]), tuple(row["draws"]))
+            for row in data.get("generator", [])
+        ),
     )
 
 

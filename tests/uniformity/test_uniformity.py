@@ -423,3 +423,28 @@ def test_zeros_shaped_by_a_varying_count_hold_uniform_values(program_of) -> None
         "                dist.barrier()  # varies: assigned from this rank's id\n"
     )
     assert lines(run(program_of, code)) == [11]
+
+
+def test_group_named_through_a_local_bound_to_group_handles(program_of) -> None:
+    # `for group in (attn_cp, attn_tp)`: the collective runs over each of two named groups. The
+    # pipeline rank is the same on every rank of both; the attention-TP rank is not.
+    code = (
+        "class S:\n"
+        "    def __init__(self, pp_rank, attn_tp_rank, attn_cp_group, attn_tp_group):\n"
+        "        self.pp_rank = pp_rank\n"
+        "        self.attn_tp_rank = attn_tp_rank\n"
+        "        self.attn_cp_group = attn_cp_group\n"
+        "        self.attn_tp_group = attn_tp_group\n\n"
+        "    def reduce(self, t):\n"
+        "        for group in (self.attn_cp_group, self.attn_tp_group):\n"
+        "            dist.all_reduce(t, group=group)\n\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            if self.pp_rank == 0:\n"
+        "                self.reduce(self.t)\n"
+        "            if self.attn_tp_rank == 0:\n"
+        "                self.reduce(self.t)  # varies over attn_tp\n"
+    )
+    found = run(program_of, code)
+    assert lines(found) == [17]
+    assert found[0].groups == ("attn_cp", "attn_tp")

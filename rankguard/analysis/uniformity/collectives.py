@@ -29,9 +29,10 @@ from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.core.chains import Hop
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
-from rankguard.summary.ir import CallSite, Stmt, walk_calls, walk_statements
+from rankguard.summary.ir import CallSite, Segs, Stmt, walk_calls, walk_statements
 
 Reached = list[tuple[CollectiveSite, list[Hop]]]
+Groups = tuple[str, ...]  # the dimensions of a call's groups, sorted; () when one is unknown
 _FALSE = frozenset({"False", "None", "0", "0.0", "''", '""'})
 _LITERALS = _FALSE | {"True"}
 
@@ -59,6 +60,7 @@ class CollectiveCalls:
         self._entered: dict[int, Reached] = {}
         self._pruned: dict[tuple[str, frozenset[tuple[str, str]]], Reached] = {}
         self._once: dict[str, bool] = {}
+        self._groups: dict[int, Groups] = {}
 
     # -- what a call enters -------------------------------------------------------------
     def entered(self, record: FunctionRecord, call: CallSite) -> Reached:
@@ -173,12 +175,19 @@ class CollectiveCalls:
         return True
 
     # -- groups ---------------------------------------------------------------------------
-    def group(self, record: FunctionRecord, call: CallSite) -> str | None:
-        """The dimension of the group the call's collectives run over; None when unknown."""
-        named = self._named_group(call)
-        if named is not None:
-            return named
-        groups: set[str | None] = set()
+    def groups(self, record: FunctionRecord, call: CallSite) -> Groups:
+        """The dimensions of the groups the call's collectives run over, sorted; () when one
+        of them cannot be named."""
+        key = id(call)
+        if key not in self._groups:
+            named = self._named_group(call)
+            self._groups[key] = (
+                (named,) if named is not None else self._entered_groups(record, call)
+            )
+        return self._groups[key]
+
+    def _entered_groups(self, record: FunctionRecord, call: CallSite) -> Groups:
+        found: set[str] = set()
         for site, _chain in self.entered(record, call):
             holder = self.program.functions.get(site.function)
             primitive = next(
@@ -190,16 +199,47 @@ class CollectiveCalls:
                 ),
                 None,
             )
-            if primitive is None:
-                groups.add(None)
+            dims = self._primitive_groups(holder, primitive) if holder and primitive else set()
+            if not dims:
+                return ()
+            found |= dims
+        return tuple(sorted(found))
+
+    def _primitive_groups(self, holder: FunctionRecord, primitive: CallSite) -> set[str]:
+        """The groups a primitive names: by its receiver or argument, through a local bound to
+        group handles (`for group in (self.cp_group, self.tp_group)`), else the default group
+        when it passes none. Empty: a group we cannot name."""
+        named = self._named_group(primitive)
+        if named is not None:
+            return {named}
+        passed = next((o for o in primitive.operands if o.keyword == "group"), None)
+        if passed is None:
+            return {"world"}
+        if passed.ref is None or len(passed.ref) != 1:
+            return set()
+        return self._local_groups(holder, passed.ref[0])
+
+    def _local_groups(self, holder: FunctionRecord, name: str) -> set[str]:
+        """Every group handle a local is bound to (assigned, or iterated over), if all name one."""
+        found: set[str] = set()
+        for stmt in walk_statements(holder.info.body):
+            if stmt.kind not in ("assign", "loop") or (name,) not in stmt.targets:
                 continue
-            named = self._named_group(primitive)
-            passes = any(o.keyword == "group" for o in primitive.operands)
-            groups.add(named if named is not None else (None if passes else "world"))
-        return groups.pop() if len(groups) == 1 else None
+            for ref in stmt.reads or ((),):
+                dim = self._group_of([ref])
+                if dim is None:
+                    return set()
+                found.add(dim)
+        return found
+
+    def passes_group(self, call: CallSite) -> bool:
+        """Whether an argument is a process group we can name (`group=self.tp_group`)."""
+        return self._group_of([ref for o in call.operands for ref in o.reads]) is not None
 
     def _named_group(self, call: CallSite) -> str | None:
-        refs = [call.target[:-1]] + [ref for o in call.operands for ref in o.reads]
+        return self._group_of([call.target[:-1]] + [ref for o in call.operands for ref in o.reads])
+
+    def _group_of(self, refs: list[Segs]) -> str | None:
         for ref in refs:
             for segment in ref:
                 found = self.catalog.dimension_of_group(segment)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from rankguard.analysis.uniformity.collectives import Groups
 from rankguard.analysis.uniformity.flow import UniformityFlow
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CallSite, Stmt
@@ -41,12 +42,12 @@ class GuardWalker:
         # What the callers run after this function returns (along the chain from the round):
         # consulted only when at-most-once collectives are in play (a caller's finalize).
         self.outer = outer
-        self.found: list[tuple[CallSite, str | None, list[Guard]]] = []
+        self.found: list[tuple[CallSite, Groups, list[Guard]]] = []
         self._paths: dict[int, Paths] = {}
         self._solo = 0  # inside a branch only one rank of the group takes
 
-    def run(self) -> list[tuple[CallSite, str | None, list[Guard]]]:
-        """(call, its group, the hazardous guards over it, outermost first)."""
+    def run(self) -> list[tuple[CallSite, Groups, list[Guard]]]:
+        """(call, its groups, the hazardous guards over it, outermost first)."""
         self.walk(self.record.info.body, [], (), ())
         return self.found
 
@@ -159,10 +160,10 @@ class GuardWalker:
         for call in stmt.calls:
             if not self.flow.calls.entered(self.record, call):
                 continue
-            group = self.flow.calls.group(self.record, call)
-            hazards = [g for g in candidates if self.flow.varying(name, g.stmt, group)]
+            groups = self.flow.calls.groups(self.record, call)
+            hazards = [g for g in candidates if self.flow.varying(name, g.stmt, groups)]
             if hazards:
-                self.found.append((call, group, hazards))
+                self.found.append((call, groups, hazards))
 
     # -- sequences of collectives ---------------------------------------------------------
     def call_seq(self, calls: Iterable[CallSite]) -> tuple[str, ...]:

@@ -22,6 +22,8 @@ program-wide attribute after a call into a function that stores that attribute.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any, Protocol
 
 from rankguard.analysis.collectives import CollectiveReach
@@ -214,19 +216,29 @@ class Walker:
         if kind == "rank-id":
             result[self.rank_source(call.target, call.line)] = ()
         elif kind is not None:
-            result[self.source(kind, call.text + "()", call.line)] = ()
+            drawn = catalog.generator_drawn(names) if kind == "random" else ""
+            source = self.source(kind, call.text + "()", call.line)
+            result[replace(source, generator=drawn)] = ()
         elif any(n in _ENV_READS for n in names) and self._rank_variable(call):
             result[self.source("rank-id", f"{call.text}({call.args[0]})", call.line)] = ()
         segs = call.target
         placement = any(n in catalog.placement_calls or n in catalog.shape_calls for n in names)
+        internal = [t for t in targets if t in program.functions]
+        # An object from outside the program handed a process group takes part in that group's
+        # protocol: the rank ids it is given say which member it is, not what it returns.
+        member = not internal and self.f.calls.passes_group(call)
         operands: list[tuple[Operand, Labels]] = []
         measured = len(segs) == 1 and segs[0] in self.catalog.measures
         for operand in call.operands:
             labels = self.operand(operand, env, state, call.line, measured)
+            if member and operand.ref and catalog.is_rank_name(operand.ref[-1]):
+                continue
             if operand.keyword not in catalog.placement_keywords:  # placement is not data
                 operands.append((operand, labels))
+        seeded = catalog.generator_seeded(names)
+        if seeded:  # what seeds a generator decides whether its draws agree (`flow.seeded`)
+            merge(self.out.seeds.setdefault(seeded, {}), _union(labels for _o, labels in operands))
         receiver = self.receiver(call, env, state)
-        internal = [t for t in targets if t in program.functions]
         primitive = any(self.f.reach.catalog.kind(t) == "collective" for t in targets)
         entered = primitive or bool(self.f.calls.entered(self.record, call))
         if entered:
@@ -323,9 +335,7 @@ class Walker:
 
     def feed(self, call: CallSite, fed: list[Labels], env: Env) -> None:
         """`q.append(x)`: the container now also holds what `x` holds."""
-        labels: Labels = {}
-        for more in fed:
-            merge(labels, more)
+        labels = _union(fed)
         container = call.target[:-1]
         step = self.step(call.line, f"{call.text}(…)")
         self.bind(((*container, SUBSCRIPT),), through(labels, step), env)
@@ -440,3 +450,10 @@ class Walker:
                         self.out.flow(("arrivals", value.name, attr), labels)
                     else:
                         self.out.flow(("attr", value.name, attr), labels)
+
+
+def _union(parts: Iterable[Labels]) -> Labels:
+    out: Labels = {}
+    for part in parts:
+        merge(out, part)
+    return out
