@@ -448,3 +448,29 @@ def test_group_named_through_a_local_bound_to_group_handles(program_of) -> None:
     found = run(program_of, code)
     assert lines(found) == [17]
     assert found[0].groups == ("attn_cp", "attn_tp")
+
+
+def test_free_memory_gate_before_a_try_whose_handler_returns(program_of) -> None:
+    # The ranks that stay go on through a rebuild whose failure returns (a handler: one
+    # alternative, not a step every path takes) into a collective; the rank short of memory
+    # has already returned.
+    code = MEMORY + (
+        "class S:\n"
+        "    def switch(self, need):\n"
+        "        free = available_memory(self.device)\n"
+        "        if free < need:\n"
+        "            return False\n"
+        "        try:\n"
+        "            self.rebuild()\n"
+        "        except Exception:\n"
+        "            return False\n"
+        "        dist.barrier()\n"
+        "        return True\n\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            self.switch(4)\n"
+    )
+    found = run(program_of, code)
+    base = MEMORY.count("\n")
+    assert lines(found) == [base + 10]
+    assert found[0].guard.stmt.line - OFFSET == base + 4

@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.reach import followed
-from rankguard.analysis.uniformity.collectives import CollectiveCalls, bound
+from rankguard.analysis.uniformity.collectives import CollectiveCalls
 from rankguard.analysis.uniformity.lattice import (
     MAX_STEPS,
     Env,
@@ -42,6 +42,7 @@ from rankguard.analysis.uniformity.lattice import (
     through,
 )
 from rankguard.catalogs.rank_sources import RankSourceCatalog
+from rankguard.model.binding import bind
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT, CallSite, Operand, Segs, Stmt, segs_text
@@ -104,12 +105,9 @@ class Walker:
     def run(self) -> FunctionFlow:
         env: Env = {}
         info = self.record.info
-        is_method = bool(info.cls) and not any(
-            d and d[-1] == "staticmethod" for d in info.decorators
-        )
         for index, param in enumerate(info.params):
             name = param.name.lstrip("*")
-            if index == 0 and is_method:
+            if index == 0 and info.takes_self:
                 env[name] = {}
                 continue
             labels: Labels = {("param", self.fn, name): ()}
@@ -294,19 +292,12 @@ class Walker:
     def bind_params(
         self, callee: FunctionRecord, call: CallSite, operands: list[tuple[Operand, Labels]]
     ) -> dict[str, Labels]:
-        params = [p.name.lstrip("*") for p in callee.info.params]
-        offset = 1 if bound(callee, call) else 0
-        passed: dict[str, Labels] = {}
-        positional = [labels for o, labels in operands if o.keyword is None]
-        if any(o.keyword == "*" for o, _ in operands):
-            positional = []  # unpacked: we cannot tell which parameter gets what
-        for index, labels in enumerate(positional):
-            if index + offset < len(params):
-                passed[params[index + offset]] = labels
-        for operand, labels in operands:
-            if operand.keyword in params:
-                passed[operand.keyword] = labels
-        return passed
+        labels = {id(operand): found for operand, found in operands}
+        return {
+            param: labels[id(operand)]
+            for param, operand in bind(callee, call).passed.items()
+            if id(operand) in labels
+        }
 
     def operand(
         self, operand: Operand, env: Env, state: _Statement, line: int, size: bool = False
