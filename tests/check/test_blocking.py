@@ -245,6 +245,34 @@ def test_branches_early_returns_and_wrappers(tmp_path: Path):
     ]
 
 
+def test_a_callee_that_may_skip_its_collective_leaves_pending_calls_pending(tmp_path: Path):
+    """`maybe_gather` reaches its all_reduce only when `lora` is set: on the other path the
+    sleep is still waiting for the next collective, the broadcast, and pairs with it too."""
+    _, result = _run(
+        tmp_path,
+        """
+        def maybe_gather(lora):
+            if lora:
+                dist.all_reduce(None)
+
+        def always_gather():
+            dist.all_gather(None, None)
+
+        def event_loop(lora):
+            while True:
+                time.sleep(1)
+                maybe_gather(lora)
+                always_gather()
+                dist.broadcast(None, 0)
+        """,
+        include_round_tail=False,
+    )
+    (finding,) = result.findings
+    paired = [c["callee"] for c in finding.extra["collectives"]]
+    assert finding.extra["collective"]["callee"] == "torch.distributed.all_reduce"
+    assert sorted(paired) == ["torch.distributed.all_gather", "torch.distributed.all_reduce"]
+
+
 def test_loops_try_finally_and_with(tmp_path: Path):
     _assert_marked(
         tmp_path,
@@ -453,3 +481,32 @@ def test_zmq_flags_passed_through_a_parameter(tmp_path: Path):
     )
     # The call passing zmq.NOBLOCK returns at once: only the default-flags call waits.
     assert [f.extra["collective"]["callee"] for f in findings] == ["torch.distributed.all_reduce"]
+
+
+def test_a_chain_through_a_subclass_override_says_so(tmp_path: Path):
+    """The round calls the declared backend's method; the subclass that blocks is reached by
+    class-hierarchy dispatch, which holds only where that subclass is configured: the hop says
+    `override`, so the reader sees the condition the finding depends on."""
+    _, result = _run(
+        tmp_path,
+        """
+        class Backend:
+            def prepare(self, x):
+                return x
+
+        class SyncingBackend(Backend):
+            def prepare(self, x):
+                return x.tolist()
+
+        def make(name):
+            return SyncingBackend() if name else Backend()
+
+        def event_loop(backend: Backend):
+            while True:
+                backend.prepare(torch.ones(2, device="cuda"))
+                dist.barrier()
+        """,
+        include_round_tail=False,
+    )
+    (finding,) = result.findings
+    assert [h.get("edge") for h in finding.extra["chain"]] == ["override", None]
