@@ -21,9 +21,6 @@ from rankguard.catalogs.loader import load_catalog
 from rankguard.core.errors import InputError
 
 _FILE = "rank_sources.toml"
-_GROUP_SUFFIX = re.compile(
-    r"(?:_(?:cpu|device|gloo|nccl|pynccl|process|comm|sync))*_(?:group|pg|comm|coordinator)$"
-)
 
 
 @dataclass(frozen=True)
@@ -50,6 +47,7 @@ class RankSourceCatalog:
     rank_names: tuple[re.Pattern[str], ...]
     peers: frozenset[str]
     rank_environment: frozenset[str]
+    environment_reads: frozenset[str]
     uniform_calls: tuple[re.Pattern[str], ...]
     placement_keywords: frozenset[str]
     placement_methods: frozenset[str]
@@ -62,6 +60,7 @@ class RankSourceCatalog:
     aliases: dict[str, str]  # spelling -> dimension
     grids: tuple[tuple[str, tuple[str, ...]], ...]  # (of, axes)
     generators: tuple[Generator, ...]
+    group_suffix: re.Pattern[str]
     _memo: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
     _compiled: list[tuple[str, re.Pattern[str]]] = field(
         default_factory=list, compare=False, repr=False
@@ -174,7 +173,7 @@ class RankSourceCatalog:
         name = segment.lstrip("_")
         if name.startswith("get_"):
             name = name[4:]
-        match = _GROUP_SUFFIX.search(name)
+        match = self.group_suffix.search(name)
         if match is None:
             return None
         stem = name[: match.start()]
@@ -209,6 +208,7 @@ _COPIED = (
     "rank_names",
     "peers",
     "rank_environment",
+    "environment_reads",
     "uniform_calls",
     "placement_keywords",
     "placement_methods",
@@ -221,6 +221,7 @@ _COPIED = (
     "aliases",
     "grids",
     "generators",
+    "group_suffix",
 )
 
 
@@ -257,6 +258,7 @@ def parse_rank_sources(data: dict) -> RankSourceCatalog:
         rank_names=_regexes(rank.get("names", ()), f"{_FILE}: [rank] names"),
         peers=words(rank, "peers"),
         rank_environment=words(rank, "environment"),
+        environment_reads=words(rank, "environment_reads"),
         uniform_calls=_regexes(uniform.get("calls", ()), f"{_FILE}: [uniform] calls"),
         placement_keywords=words(placement, "keywords"),
         placement_methods=words(placement, "methods"),
@@ -268,6 +270,7 @@ def parse_rank_sources(data: dict) -> RankSourceCatalog:
         shape_calls=words(placement, "shapes"),
         aliases=aliases,
         grids=tuple(grids),
+        group_suffix=_regexes((data["group"]["suffix"],), f"{_FILE}: [group] suffix")[0],
         generators=tuple(
             Generator(row["name"], tuple(row["seeds"]), tuple(row["draws"]))
             for row in data.get("generator", [])

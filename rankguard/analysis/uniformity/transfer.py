@@ -48,7 +48,6 @@ from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT, CallSite, Operand, Segs, Stmt, segs_text
 
 _MAX_CLASSES = 12
-_ENV_READS = frozenset({"os.getenv", "os.environ.get"})
 # Where an in-place collective takes the buffer it fills (first positional, or these keywords).
 _BUFFER_KEYWORDS = ("tensor", "object_list", "tensor_list", "output_tensor_list", "output")
 
@@ -217,7 +216,7 @@ class Walker:
             drawn = catalog.generator_drawn(names) if kind == "random" else ""
             source = self.source(kind, call.text + "()", call.line)
             result[replace(source, generator=drawn)] = ()
-        elif any(n in _ENV_READS for n in names) and self._rank_variable(call):
+        elif any(n in catalog.environment_reads for n in names) and self._rank_variable(call):
             result[self.source("rank-id", f"{call.text}({call.args[0]})", call.line)] = ()
         segs = call.target
         placement = any(n in catalog.placement_calls or n in catalog.shape_calls for n in names)
