@@ -510,3 +510,36 @@ def test_a_chain_through_a_subclass_override_says_so(tmp_path: Path):
     )
     (finding,) = result.findings
     assert [h.get("edge") for h in finding.extra["chain"]] == ["override", None]
+
+
+def test_the_named_collective_is_one_a_plain_path_reaches(tmp_path: Path):
+    """The sleep may delay a collective that one configured subclass runs, and surely delays the
+    barrier: the finding names the barrier and lists both."""
+    _, result = _run(
+        tmp_path,
+        """
+        class Backend:
+            def prepare(self):
+                pass
+
+        class GatheringBackend(Backend):
+            def prepare(self):
+                dist.all_reduce(None)
+
+        def make(name):
+            return GatheringBackend() if name else Backend()
+
+        def event_loop(backend: Backend):
+            while True:
+                time.sleep(1)
+                backend.prepare()
+                dist.barrier()
+        """,
+        include_round_tail=False,
+    )
+    (finding,) = result.findings
+    assert finding.extra["collective"]["callee"] == "torch.distributed.barrier"
+    assert [c["callee"] for c in finding.extra["collectives"]] == [
+        "torch.distributed.all_reduce",
+        "torch.distributed.barrier",
+    ]
