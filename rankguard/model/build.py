@@ -6,11 +6,12 @@ from collections import defaultdict
 
 from rankguard.adapters.sources import SourceTree
 from rankguard.core.errors import ErrorRecord
+from rankguard.model.arguments import through_parameters
 from rankguard.model.invokers import invoker, waits_on_futures
 from rankguard.model.program import Program
 from rankguard.model.records import ClassRecord, FunctionRecord, ModuleRecord, Resolved, Target
 from rankguard.model.resolve import Resolver
-from rankguard.summary.ir import CallSite, FileSummary, walk_calls, walk_statements
+from rankguard.summary.ir import FileSummary, walk_calls, walk_statements
 
 # What resolution learned, keyed so it can be cached beside the summaries and re-applied:
 # class links, each function's call targets in `walk_calls` order, callbacks, unresolved calls,
@@ -171,7 +172,7 @@ def _resolve_calls(
         if callbacks:
             program.callbacks[qual] = callbacks
             part["callbacks"][qual] = callbacks
-    _through_parameters(program, resolver)
+    through_parameters(program, resolver)
     _through_invokers(program, resolver)
     _implicit_dunders(program, resolver)
     program.unresolved = [
@@ -181,57 +182,6 @@ def _resolve_calls(
         if not r.targets
     ]
     return parts
-
-
-def _through_parameters(program: Program, resolver: Resolver) -> None:
-    """`def run(fn): fn()` called as `run(self.step)`: the parameter's call reaches what the
-    callers pass (one level deep), as a call edge refined `via: argument`. A call of an
-    enclosing function's parameter (a decorator's wrapper calling `f`) reaches what that
-    function's callers pass, and the functions it decorates (`via: decorated`)."""
-    callers: dict[str, list[tuple[str, CallSite]]] = defaultdict(list)
-    for qual, resolved in program.calls.items():
-        for call, targets in resolved:
-            for target in targets:
-                if target.kind != "callback" and target.name in program.functions:
-                    callers[target.name].append((qual, call))
-    decorated = resolver.decorated_by()
-    for qual, resolved in program.calls.items():
-        for index, (call, targets) in enumerate(resolved):
-            if targets or len(call.target) != 1:
-                continue
-            owner = _parameter_owner(program, qual, call.target[0])
-            if owner is None:
-                continue
-            info = program.functions[owner].info
-            names = [p.name for p in info.params]
-            bound = 1 if info.cls and names and "staticmethod" not in _decorator_names(info) else 0
-            position = names.index(call.target[0]) - bound
-            found: set[str] = set()
-            for caller, site in callers.get(owner, ()):
-                text = site.kwarg(call.target[0])
-                if text is None and 0 <= position < len(site.args):
-                    text = site.args[position]
-                segs = tuple(text.split(".")) if text else ()
-                if segs and all(part.isidentifier() for part in segs):
-                    found.update(resolver.value_ref_targets(program.functions[caller], segs))
-            via = "argument" if owner == qual else "closure"
-            targets = tuple(Target(name, "call", via) for name in sorted(found))
-            if position == 0 and owner in decorated:
-                targets += tuple(Target(name, "call", "decorated") for name in decorated[owner])
-            if targets:
-                resolved[index] = Resolved(call, targets)
-
-
-def _parameter_owner(program: Program, qual: str, name: str) -> str | None:
-    """The function (`qual` or one enclosing it) whose parameter `name` is, if any."""
-    scope = qual
-    while True:
-        record = program.functions.get(scope)
-        if record is not None and any(p.name == name for p in record.info.params):
-            return scope
-        if ".<locals>." not in scope:
-            return None
-        scope = scope.rsplit(".<locals>.", 1)[0]
 
 
 def _through_invokers(program: Program, resolver: Resolver) -> None:
@@ -307,7 +257,3 @@ def _method(program: Program, cls: str, name: str) -> str | None:
         if method is not None:
             return method
     return None
-
-
-def _decorator_names(info) -> set[str]:
-    return {dec[-1] for dec in info.decorators if dec}

@@ -284,20 +284,27 @@ class Resolver(ModuleNamespaces, Decorators):
     def _class_member(
         self, mro: list[str], attr: str, instance: bool, bound: str
     ) -> tuple[Value, ...]:
+        # An attribute assigned by methods of several classes of the MRO is one attribute of
+        # the instance: what each assigns is kept, down to the first class defining the name.
+        assigned: list[Value] = []
         for cls in mro:
             record = self.p.classes[cls]
             method = record.methods.get(attr)
             if method is not None:
+                if assigned:
+                    break
                 fn = self.p.functions[method]
                 if instance and _is_property(fn):
                     return self.returns(fn)
                 return (Value("function", method, bound=bound),)
             nested = f"{cls}.{attr}"
             if nested in self.p.classes:
+                if assigned:
+                    break
                 return (Value("class", nested),)
-            types = self.attr_types(cls, attr)
-            if types:
-                return types
+            assigned.extend(self.attr_types(cls, attr))
+        if assigned:
+            return dedupe(assigned)
         for cls in mro:
             for base in self.p.classes[cls].external_bases:
                 return (external(f"{base}.{attr}"),)
@@ -373,7 +380,9 @@ class Resolver(ModuleNamespaces, Decorators):
             me = fn.info.params[0].name
             for stmt in of_kind(fn.info.body, "assign"):
                 if (me, attr) in stmt.targets:
-                    found.extend(v for v in self._assigned_value(fn, stmt) if v.kind != "function")
+                    # A function stored (`self.on_done = self._finish`, a lambda) is what a
+                    # call of the attribute runs.
+                    found.extend(self._assigned_value(fn, stmt))
                     for read in stmt.reads:
                         for value in self.evaluate(fn, read):
                             if value.kind == "function":

@@ -1,0 +1,141 @@
+"""Callables that flow through parameters: `def run(fn): fn()` called as `run(self.step)`.
+
+A call of a bare parameter (or of a parameter of an enclosing function, as a decorator's wrapper
+calls `f`) reaches what the callers pass for it: functions, lambdas, bound methods, and
+callables from outside the program. What a caller passes may itself be one of *its* parameters
+(`func1(a, b)` hands `b` on to `func2`), so values are followed up the callers, as far as they
+go; and an edge found this way makes a new caller, whose arguments flow in turn, so the pass
+runs until nothing changes (a few rounds: each one follows one more hop of calls found through
+arguments). Context-insensitive, as PyCG is: a parameter's call reaches what any caller passes.
+Edges are `call` refined `via: argument` (the parameter of the calling function itself),
+`closure` (an enclosing function's) or `decorated` (a decorator's parameter: the functions it
+is applied to).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING
+
+from rankguard.model.records import Resolved, Target
+from rankguard.summary.ir import CallSite, FunctionInfo
+
+if TYPE_CHECKING:
+    from rankguard.model.program import Program
+    from rankguard.model.resolve import Resolver
+
+_MAX_ROUNDS = 8
+_CALLABLE_KINDS = ("function", "external", "builtin")
+
+Callers = dict[str, list[tuple[str, CallSite]]]
+
+
+def through_parameters(program: Program, resolver: Resolver) -> None:
+    decorated = resolver.decorated_by()
+    # Unresolved calls of a bare name that is a parameter here or in an enclosing function.
+    pending: list[tuple[str, int, str]] = []
+    for qual, resolved in program.calls.items():
+        for index, (call, targets) in enumerate(resolved):
+            if targets or len(call.target) != 1:
+                continue
+            owner = parameter_owner(program, qual, call.target[0])
+            if owner is not None:
+                pending.append((qual, index, owner))
+    for _ in range(_MAX_ROUNDS):
+        flow = _Flow(program, resolver, _callers(program))
+        changed = False
+        for qual, index, owner in pending:
+            call = program.calls[qual][index].call
+            name = call.target[0]
+            found = flow.values(owner, name)
+            via = "argument" if owner == qual else "closure"
+            targets = tuple(Target(n, "call", via) for n in sorted(found))
+            if _position(program.functions[owner].info, name) == 0 and owner in decorated:
+                targets += tuple(Target(n, "call", "decorated") for n in decorated[owner])
+            if targets != program.calls[qual][index].targets:
+                program.calls[qual][index] = Resolved(call, targets)
+                changed = True
+        if not changed:
+            break
+
+
+def _callers(program: Program) -> Callers:
+    callers: Callers = defaultdict(list)
+    for qual, resolved in program.calls.items():
+        for call, targets in resolved:
+            for target in targets:
+                if target.kind != "callback" and target.name in program.functions:
+                    callers[target.name].append((qual, call))
+    return callers
+
+
+class _Flow:
+    """What each parameter may hold, memoised for one round of the pass."""
+
+    def __init__(self, program: Program, resolver: Resolver, callers: Callers) -> None:
+        self.p = program
+        self.r = resolver
+        self.callers = callers
+        self.memo: dict[tuple[str, str], frozenset[str]] = {}
+
+    def values(self, owner: str, name: str) -> frozenset[str]:
+        key = (owner, name)
+        if key in self.memo:
+            return self.memo[key]
+        self.memo[key] = frozenset()  # a cycle through parameters adds nothing
+        info = self.p.functions[owner].info
+        position = _position(info, name)
+        found: set[str] = set()
+        for caller, site in self.callers.get(owner, ()):
+            operand = site.operand(name)
+            if operand is None and position is not None:
+                positional = [o for o in site.operands if o.keyword is None]
+                if any(o.keyword == "*" for o in site.operands[: position + 1]):
+                    continue  # a starred argument: positions after it are unknown
+                if 0 <= position < len(positional):
+                    operand = positional[position]
+            if operand is None or operand.ref is None:
+                continue
+            found |= self.passed(caller, operand.ref)
+        self.memo[key] = frozenset(found)
+        return self.memo[key]
+
+    def passed(self, caller: str, segs: tuple[str, ...]) -> set[str]:
+        """The callables the reference `segs` stands for in `caller`: what it evaluates to,
+        or, for a parameter of `caller` (or of a function enclosing it), what flows into it."""
+        record = self.p.functions[caller]
+        values = self.r.evaluate(record, segs)
+        # An external *instance* (`x: Callable` reads as `typing.Callable()`) says nothing
+        # about which callable it is.
+        found = {
+            v.name
+            for v in values
+            if v.kind in _CALLABLE_KINDS and not (v.kind == "external" and v.name.endswith("()"))
+        }
+        if len(segs) == 1:
+            owner = parameter_owner(self.p, caller, segs[0])
+            if owner is not None and (owner == caller or not values):
+                found |= self.values(owner, segs[0])
+        return found
+
+
+def _position(info: FunctionInfo, name: str) -> int | None:
+    """Where a caller passes `name` positionally (a bound method's `self` is not passed)."""
+    names = [p.name for p in info.params]
+    if name not in names:
+        return None
+    static = any(d and d[-1] == "staticmethod" for d in info.decorators)
+    bound = 1 if info.cls and names and not static else 0
+    return names.index(name) - bound
+
+
+def parameter_owner(program: Program, qual: str, name: str) -> str | None:
+    """The function (`qual` or one enclosing it) whose parameter `name` is, if any."""
+    scope = qual
+    while True:
+        record = program.functions.get(scope)
+        if record is not None and any(p.name == name for p in record.info.params):
+            return scope
+        if ".<locals>." not in scope:
+            return None
+        scope = scope.rsplit(".<locals>.", 1)[0]

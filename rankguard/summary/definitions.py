@@ -1,0 +1,74 @@
+"""Facts about definitions read straight from their syntax: parameters, whether a function is
+a generator, a class's tables of its own methods, a module's `__all__`. The statement builder
+(`extract`) asks these; they read no statements' calls."""
+
+from __future__ import annotations
+
+import ast
+
+from rankguard.summary.ir import Param
+from rankguard.summary.reads import default_text, is_literal
+from rankguard.summary.references import annotation_ref, element_ref
+
+
+def is_generator(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A `yield` in the function's own body (not in a nested function, lambda or class)."""
+    todo: list[ast.AST] = list(node.body)
+    while todo:
+        item = todo.pop()
+        if isinstance(item, (ast.Yield, ast.YieldFrom)):
+            return True
+        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(item))
+    return False
+
+
+def params_of(a: ast.arguments) -> tuple[Param, ...]:
+    params: list[Param] = []
+    positional = [*a.posonlyargs, *a.args]
+    defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
+
+    def param(arg: ast.arg, default: ast.expr | None) -> Param:
+        ann = arg.annotation
+        literal = (default.value,) if is_literal(default) else ()  # type: ignore[union-attr]
+        return Param(arg.arg, annotation_ref(ann), default_text(default), element_ref(ann), literal)
+
+    params += [param(arg, default) for arg, default in zip(positional, defaults, strict=True)]
+    if a.vararg:
+        params.append(Param("*" + a.vararg.arg))
+    params += [param(arg, dflt) for arg, dflt in zip(a.kwonlyargs, a.kw_defaults, strict=True)]
+    if a.kwarg:
+        params.append(Param("**" + a.kwarg.arg))
+    return tuple(params)
+
+
+def method_tables(node: ast.ClassDef) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Class attributes that are containers of the class's own methods (a dispatch table)."""
+    methods = {s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    tables = []
+    for stmt in node.body:
+        if not isinstance(stmt, ast.Assign) or not isinstance(
+            stmt.value, (ast.Dict, ast.List, ast.Tuple, ast.Set)
+        ):
+            continue
+        held = sorted(
+            {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name) and n.id in methods}
+        )
+        if held:
+            tables += [(t.id, tuple(held)) for t in stmt.targets if isinstance(t, ast.Name)]
+    return tuple(tables)
+
+
+def all_names(tree: ast.Module) -> tuple[str, ...] | None:
+    for node in tree.body:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
+            and isinstance(node.value, (ast.List, ast.Tuple))
+        ):
+            return tuple(
+                e.value
+                for e in node.value.elts
+                if isinstance(e, ast.Constant) and isinstance(e.value, str)
+            )
+    return None
