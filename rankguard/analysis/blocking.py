@@ -398,7 +398,7 @@ class _Walk:
                 site = CollectiveSite(target.name, kind, self.record.path, call.line, self.fn)
                 outcomes.append(self.apply(Summary({site: ()}, {}, {}), state, hop, cadence))
             elif target.name in self.a.program.functions:
-                if not advance and self.a.suspended(target.name):
+                if not advance and target.via != "advanced" and self.a.suspended(target.name):
                     continue  # a generator: its body runs where it is advanced
                 outcomes.append(self.enter(target.name, state, hop, cadence, call))
         if not outcomes:

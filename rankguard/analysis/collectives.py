@@ -127,8 +127,8 @@ class CollectiveReach:
             if call.deferred:
                 continue
             for target in self.program.targets_of(record.qualname, call):
-                if target.kind not in FOLLOWED:
-                    continue
+                if target.kind not in FOLLOWED or target.via == "suspended":
+                    continue  # a generator made here runs where it is advanced
                 edge = "fallback" if target.kind == "fallback" else target.via
                 hop = Hop(record.qualname, record.path, call.line, edge)
                 kind = self.catalog.kind(target.name)

@@ -11,6 +11,7 @@ from rankguard.model.invokers import invoker, waits_on_futures
 from rankguard.model.program import Program
 from rankguard.model.records import ClassRecord, FunctionRecord, ModuleRecord, Resolved, Target
 from rankguard.model.resolve import Resolver
+from rankguard.model.values import BUILTIN_PREFIX
 from rankguard.summary.ir import FileSummary, walk_calls, walk_statements
 
 # What resolution learned, keyed so it can be cached beside the summaries and re-applied:
@@ -226,7 +227,8 @@ _FOR = ("__iter__", "__next__")
 def _implicit_dunders(program: Program, resolver: Resolver) -> None:
     """`with C():` runs `__enter__`/`__exit__`, `for x in C():` runs `__iter__`/`__next__`, and
     constructing a dataclass runs `__post_init__`: call edges `via: implicit` on the call
-    that makes the instance."""
+    that makes the instance. `for x in gen():` and `next(g)` run a generator's body there:
+    `via: advanced` (where it was only made, the edge is `via: suspended`)."""
     for qual, resolved in program.calls.items():
         record = program.functions[qual]
         header: dict[int, tuple[str, ...]] = {}
@@ -236,9 +238,9 @@ def _implicit_dunders(program: Program, resolver: Resolver) -> None:
                     header[id(call)] = _WITH if stmt.kind == "with" else _FOR
         for index, (call, targets) in enumerate(resolved):
             wanted = header.get(id(call), ())
-            if not any(t.via == "constructor" for t in targets) and not wanted:
+            found = _advanced(program, resolver, record, call, targets)
+            if not any(t.via == "constructor" for t in targets) and not wanted and not found:
                 continue
-            found: list[Target] = []
             for value in resolver.call_results(record, call.target):
                 if value.kind != "instance":
                     continue
@@ -246,9 +248,29 @@ def _implicit_dunders(program: Program, resolver: Resolver) -> None:
                     method = _method(program, value.name, name)
                     if method is not None:
                         found.append(Target(method, "call", "implicit"))
-            if found:
+            if wanted is _FOR:  # a `for` header advances the generator it makes
+                targets = tuple(
+                    t._replace(via="advanced") if t.via == "suspended" else t for t in targets
+                )
+            if found or wanted is _FOR:
                 merged = sorted({*targets, *found}, key=lambda t: (t.name, t.kind, t.via or ""))
                 resolved[index] = Resolved(call, tuple(merged))
+
+
+def _advanced(program: Program, resolver: Resolver, record, call, targets) -> list[Target]:
+    """`next(g)`: a generator's body runs here (`via: advanced`), an iterator's `__next__`."""
+    if not any(t.name == BUILTIN_PREFIX + "next" for t in targets):
+        return []
+    first = call.operands[0].ref if call.operands and call.operands[0].keyword is None else None
+    found: list[Target] = []
+    for value in resolver.evaluate(record, first) if first else ():
+        if value.kind == "generator":
+            found.append(Target(value.name, "call", "advanced"))
+        elif value.kind == "instance":
+            method = _method(program, value.name, "__next__")
+            if method is not None:
+                found.append(Target(method, "call", "implicit"))
+    return found
 
 
 def _method(program: Program, cls: str, name: str) -> str | None:

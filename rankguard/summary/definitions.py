@@ -1,26 +1,42 @@
 """Facts about definitions read straight from their syntax: parameters, whether a function is
-a generator, a class's tables of its own methods, a module's `__all__`. The statement builder
-(`extract`) asks these; they read no statements' calls."""
+a generator and what it yields, a class's tables of its own methods, a module's `__all__`.
+The statement builder (`extract`) asks these; they read no statements' calls."""
 
 from __future__ import annotations
 
 import ast
 
-from rankguard.summary.ir import Param
-from rankguard.summary.reads import default_text, is_literal
-from rankguard.summary.references import annotation_ref, element_ref
+from rankguard.summary.ir import OPAQUE, Param, Segs
+from rankguard.summary.reads import default_text, is_literal, is_value_ref
+from rankguard.summary.references import annotation_ref, element_ref, reference
+
+
+def _own_nodes(node: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.AST]:
+    """The nodes of a function's own body (not of a nested function, lambda or class)."""
+    out: list[ast.AST] = []
+    todo: list[ast.AST] = list(node.body)
+    while todo:
+        item = todo.pop()
+        out.append(item)
+        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(item))
+    return out
 
 
 def is_generator(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """A `yield` in the function's own body (not in a nested function, lambda or class)."""
-    todo: list[ast.AST] = list(node.body)
-    while todo:
-        item = todo.pop()
-        if isinstance(item, (ast.Yield, ast.YieldFrom)):
-            return True
-        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            todo.extend(ast.iter_child_nodes(item))
-    return False
+    return any(isinstance(item, (ast.Yield, ast.YieldFrom)) for item in _own_nodes(node))
+
+
+def yielded(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[Segs, ...]:
+    """The plain references (names, attributes, lambdas) the function's own body yields, in
+    source order: what iterating its generator gives."""
+    found = [
+        (item.lineno, item.col_offset, reference(item.value))
+        for item in _own_nodes(node)
+        if isinstance(item, ast.Yield) and item.value is not None and is_value_ref(item.value)
+    ]
+    return tuple(dict.fromkeys(ref for *_, ref in sorted(found) if OPAQUE not in ref))
 
 
 def params_of(a: ast.arguments) -> tuple[Param, ...]:

@@ -14,7 +14,13 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from rankguard.summary.conditions import condition, with_items
-from rankguard.summary.definitions import all_names, is_generator, method_tables, params_of
+from rankguard.summary.definitions import (
+    all_names,
+    is_generator,
+    method_tables,
+    params_of,
+    yielded,
+)
 from rankguard.summary.ir import (
     OPAQUE,
     CallSite,
@@ -68,6 +74,7 @@ class _Builder:
         # and how many lambdas each scope has had: PyCG's `<lambda1>`, `<lambda2>`, ...
         self._lambda_scope = ""
         self._lambda_counts: dict[str, int] = {}
+        self._class_names: list[set[str]] = []  # names each enclosing class body binds
 
     # -- definitions -------------------------------------------------------
     def module(self, tree: ast.Module) -> None:
@@ -138,6 +145,7 @@ class _Builder:
                 global_names,
                 tuple(isinstance(d, ast.Call) for d in node.decorator_list),
                 is_generator(node),
+                yielded(node),
             )
         )
 
@@ -155,13 +163,11 @@ class _Builder:
                     if isinstance(target, ast.Name):
                         attributes.append((target.id, ("()", *reference(stmt.value.func))))
         tables = method_tables(node)
-        for stmt in node.body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.function(stmt, qualname, qualname)
-            elif isinstance(stmt, ast.ClassDef):
-                class_level.extend(self.klass(stmt, qualname))
-            else:
-                class_level.extend(self.block([stmt], scope=qualname, cls=qualname))
+        self._class_names.append(_class_body_names(node))
+        # Methods, nested classes and class-level statements alike: their definitions (and
+        # decorators applied) run at import time, with the module's code.
+        class_level.extend(self.block(node.body, scope=qualname, cls=qualname))
+        self._class_names.pop()
         self.summary.classes.append(
             ClassInfo(
                 qualname,
@@ -205,12 +211,12 @@ class _Builder:
         line = node.lineno
         self._lambda_scope = _local_scope(scope, cls)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            self._expr_decorators(node.decorator_list)
+            applied = self.decorators_applied(node, cls)
             self.function(node, scope, cls)
-            return None
+            return applied
         if isinstance(node, ast.ClassDef):
-            self._expr_decorators(node.decorator_list)
-            return self.klass(node, scope)
+            applied = self.decorators_applied(node, cls)
+            return [*self.klass(node, scope), *([applied] if applied else [])]
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             self.imports(node, scope)
             return None
@@ -285,6 +291,7 @@ class _Builder:
                 text=short_text(node.iter),
                 targets=tuple(target_refs(node.target)),
                 reads=tuple(r.reads),
+                value=value_shape(node.iter),
                 truths=truths(node.iter) if isinstance(node.iter, ast.Attribute | ast.Name) else (),
             )
         if isinstance(node, (ast.With, ast.AsyncWith)):
@@ -340,9 +347,28 @@ class _Builder:
             return Stmt("expr", line, tuple(r.calls), reads=tuple(r.reads), cond=test)
         return Stmt("pass", line)
 
-    def _expr_decorators(self, decorators: list[ast.expr]) -> None:
-        for dec in decorators:
-            self._expr(dec)
+    def decorators_applied(
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, cls: str | None
+    ) -> Stmt | None:
+        """`@a @b(x) def f` evaluates `a`, then `b(x)`, then calls `b(x)(f)` and `a(...)`
+        where `f` is defined: the decorators' own calls, then one call per decorator applied,
+        innermost first, at its `@`. A decorator named by the class body around it
+        (`@size.setter`) is a class-body name the model does not scope: its application is
+        left out rather than looked up outside the class."""
+        calls: list[CallSite] = []
+        reads: list[Segs] = []
+        for dec in node.decorator_list:
+            r = self._expr(dec)
+            calls += r.calls
+            reads += r.reads
+        local = self._class_names[-1] if cls is not None and self._class_names else set()
+        for dec in reversed(node.decorator_list):
+            target = reference(dec)
+            if OPAQUE not in target and "<str>" not in target and target[0] not in local:
+                calls.append(CallSite(target, dec.lineno, max(dec.col_offset - 1, 0)))
+        if not calls:
+            return None
+        return Stmt("expr", node.decorator_list[0].lineno, tuple(calls), reads=tuple(reads))
 
     def assignment(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> Stmt | list[Stmt]:
         value = node.value
@@ -408,6 +434,18 @@ class _Builder:
                 self.summary.imports.append(
                     ImportInfo(scope, bound, node.module or "", node.level, alias.name, node.lineno)
                 )
+
+
+def _class_body_names(node: ast.ClassDef) -> set[str]:
+    """Names a class body binds: its methods, nested classes and class attributes."""
+    names: set[str] = set()
+    for stmt in node.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
 
 
 def _local_scope(scope: str, cls: str | None) -> str:

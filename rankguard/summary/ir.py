@@ -91,7 +91,9 @@ class Stmt:
     text: str = ""  # condition or with-items, shortened
     targets: tuple[Segs, ...] = ()  # assigned names / attributes (assign, for, with-as)
     reads: tuple[Segs, ...] = ()  # references read by the value or test
-    # ("call", segs) | ("ref", segs) | ("const", text) | ("literal", (segs, ...)) | ("other",)
+    # ("call", segs) | ("ref", segs) | ("const", text) | ("other",)
+    # | ("literal", (segs, ...), type): a dict/list/set/tuple/str display, the references it holds
+    # Loops keep what they iterate here.
     value: tuple[Any, ...] = ()
     infinite: bool = False  # `while True`
     # References the value or test only compares with None (`x is None`, `x is not None`):
@@ -133,6 +135,7 @@ class FunctionInfo:
     # Per decorator: written as a call (`@factory(arg)`, the decorator is what it returns).
     decorator_called: tuple[bool, ...] = ()
     is_generator: bool = False  # has `yield`: calling it runs nothing until it is advanced
+    yields: tuple[Segs, ...] = ()  # plain references it yields (`yield handler`)
 
 
 @dataclass(slots=True)

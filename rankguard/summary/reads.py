@@ -206,10 +206,23 @@ def value_shape(node: ast.AST | None) -> tuple[Any, ...]:
         return ("ref", reference(node))
     if isinstance(node, ast.Constant):
         return ("const", short_text(node))
-    elements = literal_elements(node)
-    if elements:
-        return ("literal", elements)
+    kind = _CONTAINERS.get(type(node))
+    if kind is not None:
+        return ("literal", literal_elements(node), kind)
     return ("other",)
+
+
+# Expressions that make a builtin value, by the builtin's type name.
+_CONTAINERS: dict[type, str] = {
+    ast.Dict: "dict",
+    ast.DictComp: "dict",
+    ast.List: "list",
+    ast.ListComp: "list",
+    ast.Set: "set",
+    ast.SetComp: "set",
+    ast.Tuple: "tuple",
+    ast.JoinedStr: "str",
+}
 
 
 def literal_elements(node: ast.AST | None) -> tuple[Segs, ...]:
