@@ -19,11 +19,15 @@ placements that hold on entry, usually none), memoised:
 
 - `first`: the collectives it reaches before any other collective (with the chain);
 - `pairs`: (blocking call, collective) pairs wholly inside it;
-- `tail`: blocking calls that may still be pending when it returns.
+- `tail`: blocking calls that may still be pending when it returns;
+- `passes`: some path returns without running a collective.
 
 A call into a function whose `first` is non-empty is a collective site for its caller (DESIGN
-§2.1): pending calls pair with every collective in `first`, and only its `tail` is pending after.
-Otherwise the function is transparent and its `tail` joins the caller's pending calls. Recursion
+§2.1): pending calls pair with every collective in `first`, and only its `tail` is pending
+after, unless it `passes`: then, as on its collective-free path, the caller's pending calls
+still wait for the next collective too. (A path taken only by a group of one rank, `if
+world_size == 1: return`, is not walked: `analysis.single_rank`.) Otherwise the function is
+transparent and its `tail` joins the caller's pending calls. Recursion
 is cut (the recursive call is transparent); a summary computed under a cut to a function still
 being summarised is not memoised, so it never stands for the function's whole answer.
 
@@ -56,7 +60,9 @@ from rankguard.analysis.context import SELF, RoundContext, bindings, placements
 from rankguard.analysis.precision import assigned_fact, cadence_of
 from rankguard.analysis.reach import followed
 from rankguard.analysis.rounds import Round
+from rankguard.analysis.single_rank import with_peers
 from rankguard.catalogs.catalog import BlockingCatalog, CollectiveCatalog
+from rankguard.catalogs.rank_sources import rank_source_catalog
 from rankguard.core.chains import Hop
 from rankguard.model.facts import Cond, assume, contradicts, forget, pure
 from rankguard.model.program import Program
@@ -83,6 +89,7 @@ class BlockingAnalysis:
         self.catalog = catalog
         self.classify = CallClassifier(program, catalog, cadence_helpers)
         self.context = RoundContext(program)
+        self.ranks = rank_source_catalog()
         self._memo: dict[MemoKey, Summary] = {}
         self._stack: list[str] = []
 
@@ -104,7 +111,8 @@ class BlockingAnalysis:
             end = join([out, *walk.returns])
         finally:
             self._stack.pop()
-        result = Summary(walk.first, walk.pairs, dict(end.pending) if end else {})
+        passes = end is not None and end.clean
+        result = Summary(walk.first, walk.pairs, dict(end.pending) if end else {}, passes)
         cadence = self.classify.function_cadence(name)
         if cadence:
             result = Summary(
@@ -114,6 +122,7 @@ class BlockingAnalysis:
                     for k, p in result.pairs.items()
                 },
                 {k: cadenced(c, cadence) for k, c in result.tail.items()},
+                passes,
             )
         cut = walk.cut - {name}
         if not cut:
@@ -142,6 +151,14 @@ class BlockingAnalysis:
         return info.is_generator and not any(
             d and d[-1] in _CONTEXT_MANAGERS for d in info.decorators
         )
+
+    def infeasible(self, cond: Cond, positive: bool, known: Mapping[Cond, Any]) -> bool:
+        """Taking this side of `cond` contradicts the facts, or needs a group of one rank
+        (`analysis.single_rank`: nobody can wait for a straggler there)."""
+        if contradicts(cond, positive, known):
+            return True
+        peers = with_peers(cond, self.ranks)
+        return peers is not None and peers is not positive
 
     def on_stack(self, name: str) -> bool:
         return name in self._stack
@@ -232,7 +249,7 @@ class _Walk:
             orelse = self.branch(stmt, 1, state, guards, cadence)
             return join([body, orelse])
         if kind == "expr" and stmt.cond:  # assert: a path where it fails raises
-            if contradicts(stmt.cond, True, state.known):
+            if self.a.infeasible(stmt.cond, True, state.known):
                 return None
             return self.assume(state, stmt.cond, True)
         if kind == "loop":
@@ -249,7 +266,7 @@ class _Walk:
     ) -> State | None:
         """One side of an `if`, unless the known facts contradict it."""
         positive = side == 0
-        if contradicts(stmt.cond, positive, state.known):
+        if self.a.infeasible(stmt.cond, positive, state.known):
             return None
         inner = self.assume(state, stmt.cond, positive)
         inner = inner.evolve(taken=(*inner.taken, (stmt.cond, positive)))
@@ -443,4 +460,8 @@ class _Walk:
         if state.clean:
             for site, chain in first.items():
                 self.first.setdefault(site, chain)
+        if summary.passes:  # on the path that runs no collective, the pending calls still wait
+            pending = dict(state.pending)
+            merge(pending, tail)
+            return state.evolve(pending=pending)
         return state.evolve(clean=False, pending=tail)

@@ -81,6 +81,9 @@ class Summary:
     first: dict[CollectiveSite, tuple[Hop, ...]]
     pairs: dict[tuple[Key, CollectiveSite], Pair]
     tail: dict[Key, BlockingCall]
+    # Some path returns without running a collective: a collective the function only *may*
+    # reach leaves its caller's pending calls waiting for the next one on that path.
+    passes: bool = False
 
 
 @dataclass(frozen=True)

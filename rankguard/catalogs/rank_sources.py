@@ -110,10 +110,14 @@ class RankSourceCatalog:
     def is_uniform_name(self, name: str) -> bool:
         """`world_size`, `tp_size`, `get_tp_group`: the same on every rank of the group."""
         last = name.rsplit(".", 1)[-1].lstrip("_")
-        if any(rx.match(last) for rx in self.uniform_calls):
-            return True
+        return any(rx.match(last) for rx in self.uniform_calls) or self.is_group_size(last)
+
+    def is_group_size(self, name: str) -> bool:
+        """`world_size`, `tp_size`, `get_tensor_model_parallel_world_size`: how many ranks a
+        group has."""
+        last = name.rsplit(".", 1)[-1].lstrip("_").removeprefix("get_")
         dimension, rest = self._strip_dimension(last)
-        return rest == "world_size" or (dimension is not None and rest == "size")
+        return rest.endswith("world_size") or (dimension is not None and rest == "size")
 
     def _strip_dimension(self, name: str) -> tuple[str | None, str]:
         """`attn_tp_rank` -> ("attn_tp", "rank"); the longest alias prefix wins."""

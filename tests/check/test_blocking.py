@@ -245,6 +245,34 @@ def test_branches_early_returns_and_wrappers(tmp_path: Path):
     ]
 
 
+def test_a_callee_that_may_skip_its_collective_leaves_pending_calls_pending(tmp_path: Path):
+    """`maybe_gather` reaches its all_reduce only when `lora` is set: on the other path the
+    sleep is still waiting for the next collective, the broadcast, and pairs with it too."""
+    _, result = _run(
+        tmp_path,
+        """
+        def maybe_gather(lora):
+            if lora:
+                dist.all_reduce(None)
+
+        def always_gather():
+            dist.all_gather(None, None)
+
+        def event_loop(lora):
+            while True:
+                time.sleep(1)
+                maybe_gather(lora)
+                always_gather()
+                dist.broadcast(None, 0)
+        """,
+        include_round_tail=False,
+    )
+    (finding,) = result.findings
+    paired = [c["callee"] for c in finding.extra["collectives"]]
+    assert finding.extra["collective"]["callee"] == "torch.distributed.all_reduce"
+    assert sorted(paired) == ["torch.distributed.all_gather", "torch.distributed.all_reduce"]
+
+
 def test_loops_try_finally_and_with(tmp_path: Path):
     _assert_marked(
         tmp_path,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.check.test_blocking import _assert_marked
+from tests.check.test_blocking import _assert_marked, _run
 
 
 def test_the_callers_branch_selecting_the_round_holds_inside_it(tmp_path: Path):
@@ -209,3 +209,44 @@ def test_global_settings_copied_by_a_constructor(tmp_path: Path):
         {"rounds": ["*.event_loop_*"]},
     )
     assert [f.extra["round"].rsplit(".", 1)[-1] for f in findings] == ["event_loop_pp"]
+
+
+def test_a_group_of_one_rank_is_not_a_path_a_straggler_takes(tmp_path: Path):
+    """`if world_size == 1: return` skips the collective only where nobody could wait: the
+    sleep before `tp_all_reduce` waits for its all_reduce, not also for the barrier after."""
+    _, result = _run(
+        tmp_path,
+        """
+        class Group:
+            def __init__(self, ranks):
+                self.world_size = len(ranks)
+
+            def all_reduce(self, x):
+                if self.world_size == 1:
+                    return x
+                dist.all_reduce(x)
+                return x
+
+        def tp_all_reduce(x):
+            if dist.get_world_size() <= 1:
+                return x
+            dist.all_reduce(x)
+            return x
+
+        def event_loop(group: Group):
+            while True:
+                time.sleep(1)
+                tp_all_reduce(None)
+                gc.collect()
+                group.all_reduce(None)
+                dist.barrier()
+        """,
+        include_round_tail=False,
+    )
+    paired = {
+        f.extra["blocking"]["callee"]: sorted(
+            c["chain"][-1]["function"] for c in f.extra["collectives"]
+        )
+        for f in result.findings
+    }
+    assert paired == {"time.sleep": ["mod.tp_all_reduce"], "gc.collect": ["mod.Group.all_reduce"]}

@@ -1,0 +1,52 @@
+"""Stragglers need peers: the side of a branch a group takes only when it has one rank.
+
+`if world_size == 1: return x` before a collective skips it only where no other rank exists to
+wait, so no rank can straggle on that side. The walks that pair blocking calls with collectives
+assume every group has at least two ranks: a comparison of a group size (named as the
+rank-source catalog names sizes: `world_size`, `tp_size`, `get_world_size()`) with a constant is
+decided under that assumption, and everything else is left to the facts (`model.facts`).
+"""
+
+from __future__ import annotations
+
+from rankguard.catalogs.rank_sources import RankSourceCatalog
+from rankguard.model.facts import Cond
+
+_MIRRORED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+def with_peers(cond: Cond, catalog: RankSourceCatalog) -> bool | None:
+    """The value of `cond` in a group of two or more ranks, where its size decides it."""
+    if not cond:
+        return None
+    if cond[0] == "not":
+        inner = with_peers(cond[1], catalog)
+        return None if inner is None else not inner
+    if cond[0] != "cmp" or len(cond[1]) != 1:
+        return None
+    op, (left, right) = cond[1][0], cond[2]
+    if _is_size(right, catalog) and left[0] == "const":
+        op, left, right = _MIRRORED.get(op, ""), right, left
+    if not (_is_size(left, catalog) and right[0] == "const"):
+        return None
+    bound = right[1]
+    if not isinstance(bound, int) or isinstance(bound, bool):
+        return None
+    # size >= 2: each comparison is decided when the constant lies at or below the first
+    # size that has peers.
+    decided = {
+        "==": False if bound < 2 else None,
+        "!=": True if bound < 2 else None,
+        "<": False if bound <= 2 else None,
+        "<=": False if bound < 2 else None,
+        ">": True if bound < 2 else None,
+        ">=": True if bound <= 2 else None,
+    }
+    return decided.get(op)
+
+
+def _is_size(operand: Cond, catalog: RankSourceCatalog) -> bool:
+    """`self.world_size`, `tp_size`, `dist.get_world_size()`."""
+    return (
+        operand[0] in ("ref", "call") and bool(operand[1]) and catalog.is_group_size(operand[1][-1])
+    )
