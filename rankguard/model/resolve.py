@@ -3,8 +3,9 @@
 Everything is lazy and memoised: a name is resolved when a call needs it, and an attribute's
 values are learned when first asked for (`rankguard.model.stores`). Functions are values: a
 lambda, a function stored in a container or an attribute, a generator made by a call (its body
-runs where it is advanced), a builtin value whose methods are the builtin's. A receiver *declared* as a class (an annotation, or `self`) reaches the overrides of the classes
-it may be (`rankguard.model.hierarchy`); module namespaces live in `rankguard.model.namespaces`.
+runs where it is advanced), a builtin value whose methods are the builtin's. A receiver
+*declared* as a class (an annotation, or `self`) reaches the overrides of the classes it may be
+(`rankguard.model.hierarchy`); module namespaces live in `rankguard.model.namespaces`.
 Nothing here guesses without saying so: what cannot be told stays unresolved, and the heuristics
 (a method name defined by exactly one class; a device submodule chosen at run time) are marked
 `fallback`.

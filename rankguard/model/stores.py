@@ -16,6 +16,7 @@ those are how functions travel. A mixin of the resolver.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rankguard.model.namespaces import dedupe, of_kind
@@ -51,15 +52,19 @@ def bound_names(fn: FunctionRecord) -> set[str]:
 
 class Stores:
     p: Program
-    _attribute_stores: dict[str, list[tuple[str, Stmt, Segs]]] | None
+    _attribute_stores: dict[str, list[tuple[str, Stmt, str]]] | None
     _attr_types: dict[tuple[str, str], tuple[Value, ...] | object]
     _attr_callables: dict[tuple[str, str], tuple[str, ...]]
+    module_member: Callable[..., tuple[Value, ...]]  # `rankguard.model.namespaces`
 
     def _instances(self, fn: FunctionRecord, annotation: Segs) -> tuple[Value, ...]:
         raise NotImplementedError  # the resolver reads annotations
 
     def call_results(self, fn: FunctionRecord, segs: Segs) -> tuple[Value, ...]:
         raise NotImplementedError  # the resolver evaluates calls
+
+    def attribute(self, value: Value, attr: str) -> tuple[Value, ...]:
+        raise NotImplementedError  # the resolver looks attributes up
 
     def _assigned_value(self, fn: FunctionRecord, stmt: Stmt) -> list[Value]:
         raise NotImplementedError  # the resolver evaluates assignments
@@ -100,24 +105,49 @@ class Stores:
         return found
 
     def attribute_stores(self, cls: str, attr: str) -> list[Value]:
-        """What stores from anywhere (`obj.attr = f`, with `obj` an instance of `cls` or the
-        class itself) put into the attribute `attr` of `cls`."""
+        """What stores from anywhere (`obj.attr = f`, with `obj` a local made from or
+        annotated as `cls`) put into the attribute `attr` of `cls`."""
         if self._attribute_stores is None:
-            index: dict[str, list[tuple[str, Stmt, Segs]]] = defaultdict(list)
+            index: dict[str, list[tuple[str, Stmt, str]]] = defaultdict(list)
             for qual in sorted(self.p.functions):
-                for stmt in walk_statements(self.p.functions[qual].info.body):
+                info = self.p.functions[qual].info
+                # A method's own `self.x = ...` is read by `attr_types` from its class.
+                me = info.params[0].name if info.cls and info.params else None
+                for stmt in walk_statements(info.body):
                     if not stores_a_reference(stmt):
                         continue
                     for target in stmt.targets:
-                        if len(target) >= 2 and target[-1] not in (CALL, SUBSCRIPT):
-                            index[target[-1]].append((qual, stmt, target[:-1]))
+                        if (
+                            len(target) == 2
+                            and target[0] != me
+                            and target[1] not in (CALL, SUBSCRIPT)
+                        ):
+                            index[target[1]].append((qual, stmt, target[0]))
             self._attribute_stores = dict(index)
         found: list[Value] = []
         for qual, stmt, owner in self._attribute_stores.get(attr, ()):
             fn = self.p.functions[qual]
-            values = self.evaluate(fn, owner)
-            if any(v.kind in ("instance", "class") and v.name == cls for v in values):
+            if cls in self._declared_classes(fn, owner):
                 found.extend(self._assigned_value(fn, stmt))
+        return found
+
+    def _declared_classes(self, fn: FunctionRecord, name: str) -> set[str]:
+        """The classes the local `name` is made from (`job = Job()`) or annotated with (a
+        parameter `job: Job`), read from the module's names only: a store's owner is told
+        without evaluating the function's other locals, which would chain through every
+        attribute they touch."""
+        written: list[Segs] = [
+            p.annotation for p in fn.info.params if p.name == name and p.annotation
+        ]
+        for stmt in walk_statements(fn.info.body):
+            if stmt.kind == "assign" and (name,) in stmt.targets and stmt.value[:1] == ("call",):
+                written.append(stmt.value[1])
+        found: set[str] = set()
+        for segs in written:
+            values = self.module_member(fn.module, segs[0]) if segs else ()
+            for seg in segs[1:]:
+                values = tuple(v for value in values for v in self.attribute(value, seg))
+            found.update(v.name for v in values if v.kind == "class")
         return found
 
     # -- attribute types ----------------------------------------------------------
