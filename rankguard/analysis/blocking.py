@@ -345,7 +345,8 @@ class _Walk:
         state = self.calls(stmt.calls, state, guards, cadence)
         state = self.lock_context(stmt, state, cadence)
         state = self._forget(state, stmt.targets)
-        return self.block(stmt.blocks[0], state, guards, inner)
+        out = self.block(stmt.blocks[0], state, guards, inner)
+        return self.calls(stmt.exits, out, guards, cadence) if out is not None else None
 
     def lock_context(self, stmt: Stmt, state: State, cadence: str | None) -> State:
         """`with self._lock:` acquires the lock (no call appears in the source)."""

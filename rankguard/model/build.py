@@ -10,9 +10,9 @@ from rankguard.model.arguments import through_parameters
 from rankguard.model.invokers import invoker, waits_on_futures
 from rankguard.model.program import Program
 from rankguard.model.records import ClassRecord, FunctionRecord, ModuleRecord, Resolved, Target
-from rankguard.model.resolve import Resolver
+from rankguard.model.resolve import Resolver, suspends
 from rankguard.model.values import BUILTIN_PREFIX
-from rankguard.summary.ir import FileSummary, walk_calls, walk_statements
+from rankguard.summary.ir import FileSummary, Stmt, walk_calls, walk_statements
 
 # What resolution learned, keyed so it can be cached beside the summaries and re-applied:
 # class links, each function's call targets in `walk_calls` order, callbacks, unresolved calls,
@@ -220,23 +220,41 @@ def _through_invokers(program: Program, resolver: Resolver) -> None:
 
 
 # Methods Python runs without a call in the source, by where the instance is used.
-_WITH = ("__enter__", "__exit__")
+_WITH = ("__enter__",)  # `__exit__` is a call of its own at the end of the `with`
 _FOR = ("__iter__", "__next__")
 
 
 def _implicit_dunders(program: Program, resolver: Resolver) -> None:
-    """`with C():` runs `__enter__`/`__exit__`, `for x in C():` runs `__iter__`/`__next__`, and
-    constructing a dataclass runs `__post_init__`: call edges `via: implicit` on the call
-    that makes the instance. `for x in gen():` and `next(g)` run a generator's body there:
-    `via: advanced` (where it was only made, the edge is `via: suspended`)."""
+    """`with C():` runs `__enter__` (its `__exit__` is the statement's own exit call),
+    `for x in C():` runs `__iter__`/`__next__`, and constructing a dataclass runs
+    `__post_init__`: call edges `via: implicit` on the call that makes the instance.
+    `next(g)` runs the generator's body there: `via: advanced`, and the call that made `g`
+    in the same function is `via: suspended` (its body does not run there)."""
     for qual, resolved in program.calls.items():
         record = program.functions[qual]
         header: dict[int, tuple[str, ...]] = {}
+        made: set[int] = set()  # `g = gen()`: the calls that make a stored value
         for stmt in walk_statements(record.info.body):
             if stmt.kind == "with" or (stmt.kind == "loop" and stmt.targets):
                 for call in stmt.calls:
                     header[id(call)] = _WITH if stmt.kind == "with" else _FOR
+            elif _makes_stored_value(stmt):
+                made.add(id(stmt.calls[-1]))
+        advanced = {
+            t.name
+            for call, targets in resolved
+            for t in _advanced(program, resolver, record, call, targets)
+        }
         for index, (call, targets) in enumerate(resolved):
+            if id(call) in made and advanced:
+                # A generator stored here and advanced by `next` in this function runs there.
+                targets = tuple(
+                    t._replace(via="suspended")
+                    if t.name in advanced and suspends(program.functions[t.name].info)
+                    else t
+                    for t in targets
+                )
+                resolved[index] = Resolved(call, targets)
             wanted = header.get(id(call), ())
             found = _advanced(program, resolver, record, call, targets)
             if not any(t.via == "constructor" for t in targets) and not wanted and not found:
@@ -248,13 +266,18 @@ def _implicit_dunders(program: Program, resolver: Resolver) -> None:
                     method = _method(program, value.name, name)
                     if method is not None:
                         found.append(Target(method, "call", "implicit"))
-            if wanted is _FOR:  # a `for` header advances the generator it makes
-                targets = tuple(
-                    t._replace(via="advanced") if t.via == "suspended" else t for t in targets
-                )
-            if found or wanted is _FOR:
+            if found:
                 merged = sorted({*targets, *found}, key=lambda t: (t.name, t.kind, t.via or ""))
                 resolved[index] = Resolved(call, tuple(merged))
+
+
+def _makes_stored_value(stmt: Stmt) -> bool:
+    return (
+        stmt.kind == "assign"
+        and stmt.value[:1] == ("call",)
+        and bool(stmt.calls)
+        and stmt.calls[-1].target == stmt.value[1]
+    )
 
 
 def _advanced(program: Program, resolver: Resolver, record, call, targets) -> list[Target]:

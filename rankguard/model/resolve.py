@@ -390,10 +390,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
         targets: list[Target] = []
         for value in self.evaluate(fn, call.target):
             if value.kind == "function":
-                # Calling a generator function runs none of its body: it runs where the
-                # generator is advanced (`next(g)`, a `for` header: `via: advanced`).
-                suspended = kind == "call" and suspends(self.p.functions[value.name].info)
-                targets.append(Target(value.name, kind, "suspended" if suspended else value.via))
+                targets.append(Target(value.name, kind, value.via))
             elif value.kind == "class":
                 init = self._class_member(self.p.mro(value.name), "__init__", True, value.name)
                 named = [v.name for v in init if v.kind == "function"]

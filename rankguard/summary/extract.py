@@ -311,6 +311,7 @@ class _Builder:
                 targets=tuple(targets),
                 reads=tuple(r.reads),
                 items=with_items(node, reference),
+                exits=_exits(node),
             )
         if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
             handlers = []
@@ -434,6 +435,20 @@ class _Builder:
                 self.summary.imports.append(
                     ImportInfo(scope, bound, node.module or "", node.level, alias.name, node.lineno)
                 )
+
+
+def _exits(node: ast.With | ast.AsyncWith) -> tuple[CallSite, ...]:
+    """`with Cm() as x:` calls `Cm().__exit__` when its body is left (after the body, so a
+    collective or a wait in it runs after the body's); `async with`, `__aexit__`."""
+    name = "__aexit__" if isinstance(node, ast.AsyncWith) else "__exit__"
+    end = node.end_lineno or node.lineno
+    out = []
+    for item in reversed(node.items):
+        expr = item.context_expr
+        ref = reference(expr) if isinstance(expr, ast.Call) else (OPAQUE,)
+        if OPAQUE not in ref and "<str>" not in ref:
+            out.append(CallSite((*ref, name), end, expr.col_offset))
+    return tuple(out)
 
 
 def _class_body_names(node: ast.ClassDef) -> set[str]:

@@ -106,6 +106,9 @@ class Stmt:
     # An `assert` is an "expr" statement whose `cond` is set.
     cond: tuple[Any, ...] = ()
     items: tuple[tuple[Any, ...], ...] = ()  # with: each item's expression, as a tree
+    # with: the `__exit__` calls made when the body is left, innermost item first, at the end
+    # of the statement (for each item that makes its context manager with a call).
+    exits: tuple[CallSite, ...] = ()
     tree: tuple[Any, ...] = ()  # assign / return: the value as a tree (`summary.conditions`)
 
 
@@ -175,11 +178,13 @@ class FileSummary:
 
 
 def walk_calls(body: tuple[Stmt, ...]) -> Iterator[CallSite]:
-    """Every call in a statement list, in program order, headers before bodies."""
+    """Every call in a statement list, in program order: headers, bodies, then the exits of
+    a `with`."""
     for stmt in body:
         yield from stmt.calls
         for block in stmt.blocks:
             yield from walk_calls(block)
+        yield from stmt.exits
 
 
 def walk_statements(body: tuple[Stmt, ...]) -> Iterator[Stmt]:

@@ -147,3 +147,44 @@ def test_next_of_a_generator_runs_its_body_there(program_of):
 def test_constructing_a_class_with_an_external_base_runs_the_base_init(program_of):
     program = program_of({"m.py": GENERATORS})
     assert "ext.Parent.__init__" in callees(program, "m.construct", "call")
+
+
+EXITS = """
+import time
+
+import torch.distributed as dist
+
+
+class Synced:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        dist.barrier()
+
+
+class S:
+    def event_loop(self):
+        while True:
+            with Synced():
+                time.sleep(1)
+                dist.all_reduce(None)
+"""
+
+
+def test_exit_runs_where_the_with_body_is_left(program_of):
+    """`__exit__` runs after the body: its edge sits at the end of the `with`, so a round
+    meets the body's collective before the one `__exit__` enters."""
+    program = program_of({"m.py": EXITS})
+    exits = [
+        r.call.line
+        for r in program.calls["m.S.event_loop"]
+        for t in r.targets
+        if t.name == "m.Synced.__exit__"
+    ]
+    rnd = find_rounds(program, ("*.event_loop",), collective_catalog())[0]
+    assert [c.site.callee for c in rnd.collectives] == [
+        "torch.distributed.all_reduce",
+        "torch.distributed.barrier",
+    ]
+    assert exits == [19]  # the `with` ends at the `all_reduce` line
