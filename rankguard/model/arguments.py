@@ -6,7 +6,8 @@ callables from outside the program. What a caller passes may itself be one of *i
 (`func1(a, b)` hands `b` on to `func2`), so values are followed up the callers, as far as they
 go; and an edge found this way makes a new caller, whose arguments flow in turn, so the pass
 runs until nothing changes (a few rounds: each one follows one more hop of calls found through
-arguments). Context-insensitive, as PyCG is: a parameter's call reaches what any caller passes.
+arguments). Context-insensitive, as PyCG is: a parameter's call reaches what any caller passes;
+an analysis that walks from one call site narrows that to what the site passes (`passed_at`).
 Edges are `call` refined `via: argument` (the parameter of the calling function itself),
 `closure` (an enclosing function's) or `decorated` (a decorator's parameter: the functions it
 is applied to).
@@ -15,10 +16,12 @@ is applied to).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from rankguard.model.records import Resolved, Target
-from rankguard.summary.ir import CallSite, FunctionInfo
+from rankguard.model.values import Value
+from rankguard.summary.ir import CallSite, FunctionInfo, Operand
 
 if TYPE_CHECKING:
     from rankguard.model.program import Program
@@ -84,16 +87,9 @@ class _Flow:
             return self.memo[key]
         self.memo[key] = frozenset()  # a cycle through parameters adds nothing
         info = self.p.functions[owner].info
-        position = _position(info, name)
         found: set[str] = set()
         for caller, site in self.callers.get(owner, ()):
-            operand = site.operand(name)
-            if operand is None and position is not None:
-                positional = [o for o in site.operands if o.keyword is None]
-                if any(o.keyword == "*" for o in site.operands[: position + 1]):
-                    continue  # a starred argument: positions after it are unknown
-                if 0 <= position < len(positional):
-                    operand = positional[position]
+            operand = operand_for(site, info, name)
             if operand is None or operand.ref is None:
                 continue
             found |= self.passed(caller, operand.ref)
@@ -105,18 +101,58 @@ class _Flow:
         or, for a parameter of `caller` (or of a function enclosing it), what flows into it."""
         record = self.p.functions[caller]
         values = self.r.evaluate(record, segs)
-        # An external *instance* (`x: Callable` reads as `typing.Callable()`) says nothing
-        # about which callable it is.
-        found = {
-            v.name
-            for v in values
-            if v.kind in _CALLABLE_KINDS and not (v.kind == "external" and v.name.endswith("()"))
-        }
+        found = _callables(values)
         if len(segs) == 1:
             owner = parameter_owner(self.p, caller, segs[0])
             if owner is not None and (owner == caller or not values):
                 found |= self.values(owner, segs[0])
         return found
+
+
+def passed_at(
+    program: Program,
+    caller: str,
+    site: CallSite,
+    callee: str,
+    name: str,
+    known: Mapping[str, frozenset[str]],
+) -> frozenset[str] | None:
+    """What the call `site` in `caller` passes for `callee`'s parameter `name`, told from this
+    call site alone: the callables it names, or, for a parameter of `caller`, what `known`
+    (the caller's own binding on this path) says it holds. None: not told here."""
+    operand = operand_for(site, program.functions[callee].info, name)
+    if operand is None or operand.ref is None:
+        return None
+    segs = operand.ref
+    if len(segs) == 1 and segs[0] in known:
+        return known[segs[0]]
+    if len(segs) == 1 and parameter_owner(program, caller, segs[0]) is not None:
+        return None
+    found = _callables(program.resolver.evaluate(program.functions[caller], segs))
+    return frozenset(found) if found else None
+
+
+def _callables(values: Iterable[Value]) -> set[str]:
+    # An external *instance* (`x: Callable` reads as `typing.Callable()`) says nothing about
+    # which callable it is.
+    return {
+        v.name
+        for v in values
+        if v.kind in _CALLABLE_KINDS and not (v.kind == "external" and v.name.endswith("()"))
+    }
+
+
+def operand_for(site: CallSite, info: FunctionInfo, name: str) -> Operand | None:
+    """The argument `site` passes for the parameter `name` of the function `info`."""
+    operand = site.operand(name)
+    position = _position(info, name)
+    if operand is None and position is not None:
+        if any(o.keyword == "*" for o in site.operands[: position + 1]):
+            return None  # a starred argument: positions after it are unknown
+        positional = [o for o in site.operands if o.keyword is None]
+        if 0 <= position < len(positional):
+            operand = positional[position]
+    return operand
 
 
 def _position(info: FunctionInfo, name: str) -> int | None:

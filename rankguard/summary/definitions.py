@@ -1,12 +1,13 @@
 """Facts about definitions read straight from their syntax: parameters, whether a function is
-a generator and what it yields, a class's tables of its own methods, a module's `__all__`.
+a generator and what it yields, a class's tables of its own methods and the names its body
+binds, the `__exit__` calls a `with` makes, a module's `__all__`.
 The statement builder (`extract`) asks these; they read no statements' calls."""
 
 from __future__ import annotations
 
 import ast
 
-from rankguard.summary.ir import OPAQUE, Param, Segs
+from rankguard.summary.ir import OPAQUE, CallSite, Param, Segs
 from rankguard.summary.reads import default_text, is_literal, is_value_ref
 from rankguard.summary.references import annotation_ref, element_ref, reference
 
@@ -88,3 +89,29 @@ def all_names(tree: ast.Module) -> tuple[str, ...] | None:
                 if isinstance(e, ast.Constant) and isinstance(e.value, str)
             )
     return None
+
+
+def exits_of(node: ast.With | ast.AsyncWith) -> tuple[CallSite, ...]:
+    """`with Cm() as x:` calls `Cm().__exit__` when its body is left (after the body, so a
+    collective or a wait in it runs after the body's); `async with`, `__aexit__`."""
+    name = "__aexit__" if isinstance(node, ast.AsyncWith) else "__exit__"
+    end = node.end_lineno or node.lineno
+    out = []
+    for item in reversed(node.items):
+        expr = item.context_expr
+        ref = reference(expr) if isinstance(expr, ast.Call) else (OPAQUE,)
+        if OPAQUE not in ref and "<str>" not in ref:
+            out.append(CallSite((*ref, name), end, expr.col_offset))
+    return tuple(out)
+
+
+def class_body_names(node: ast.ClassDef) -> set[str]:
+    """Names a class body binds: its methods, nested classes and class attributes."""
+    names: set[str] = set()
+    for stmt in node.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names

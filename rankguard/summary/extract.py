@@ -16,6 +16,8 @@ from typing import Any
 from rankguard.summary.conditions import condition, with_items
 from rankguard.summary.definitions import (
     all_names,
+    class_body_names,
+    exits_of,
     is_generator,
     method_tables,
     params_of,
@@ -163,7 +165,7 @@ class _Builder:
                     if isinstance(target, ast.Name):
                         attributes.append((target.id, ("()", *reference(stmt.value.func))))
         tables = method_tables(node)
-        self._class_names.append(_class_body_names(node))
+        self._class_names.append(class_body_names(node))
         # Methods, nested classes and class-level statements alike: their definitions (and
         # decorators applied) run at import time, with the module's code.
         class_level.extend(self.block(node.body, scope=qualname, cls=qualname))
@@ -311,7 +313,7 @@ class _Builder:
                 targets=tuple(targets),
                 reads=tuple(r.reads),
                 items=with_items(node, reference),
-                exits=_exits(node),
+                exits=exits_of(node),
             )
         if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
             handlers = []
@@ -435,32 +437,6 @@ class _Builder:
                 self.summary.imports.append(
                     ImportInfo(scope, bound, node.module or "", node.level, alias.name, node.lineno)
                 )
-
-
-def _exits(node: ast.With | ast.AsyncWith) -> tuple[CallSite, ...]:
-    """`with Cm() as x:` calls `Cm().__exit__` when its body is left (after the body, so a
-    collective or a wait in it runs after the body's); `async with`, `__aexit__`."""
-    name = "__aexit__" if isinstance(node, ast.AsyncWith) else "__exit__"
-    end = node.end_lineno or node.lineno
-    out = []
-    for item in reversed(node.items):
-        expr = item.context_expr
-        ref = reference(expr) if isinstance(expr, ast.Call) else (OPAQUE,)
-        if OPAQUE not in ref and "<str>" not in ref:
-            out.append(CallSite((*ref, name), end, expr.col_offset))
-    return tuple(out)
-
-
-def _class_body_names(node: ast.ClassDef) -> set[str]:
-    """Names a class body binds: its methods, nested classes and class attributes."""
-    names: set[str] = set()
-    for stmt in node.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(stmt.name)
-        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
-            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            names.update(t.id for t in targets if isinstance(t, ast.Name))
-    return names
 
 
 def _local_scope(scope: str, cls: str | None) -> str:

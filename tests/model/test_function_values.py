@@ -142,3 +142,44 @@ def test_edges_found_through_arguments_bring_their_own_arguments(program_of):
     assert callees(program, "m.param_func", "call") == {"m.nested_func"}
     assert callees(program, "m.MyClass.func1", "call") == {"m.MyClass.func2"}
     assert callees(program, "m.MyClass.func2", "call") == {"m.MyClass.func3"}
+
+
+PER_SITE = """
+import torch.distributed as dist
+
+
+def with_timeout(fn):
+    return fn()
+
+
+def sync_names():
+    with_timeout(lambda: dist.broadcast_object_list([]))
+
+
+def sync_flags():
+    with_timeout(lambda: dist.all_reduce(None))
+
+
+def relay(fn):
+    with_timeout(fn)
+
+
+class S:
+    def event_loop(self):
+        while True:
+            sync_names()
+            relay(lambda: dist.barrier())
+"""
+
+
+def test_a_round_follows_only_the_callable_its_own_call_site_passes(program_of):
+    """`with_timeout` is called with two lambdas: the model keeps both edges (PyCG's view), but
+    a round entering it from `sync_names` meets only the lambda `sync_names` passes, and one
+    passed down through `relay`'s parameter only the lambda given to `relay`."""
+    program = program_of({"m.py": PER_SITE})
+    assert len(callees(program, "m.with_timeout", "call")) == 3
+    rnd = find_rounds(program, ("*.event_loop",), collective_catalog())[0]
+    assert [c.site.callee for c in rnd.collectives] == [
+        "torch.distributed.broadcast_object_list",
+        "torch.distributed.barrier",
+    ]
