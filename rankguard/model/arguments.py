@@ -156,13 +156,13 @@ def operand_for(site: CallSite, info: FunctionInfo, name: str) -> Operand | None
 
 
 def _position(info: FunctionInfo, name: str) -> int | None:
-    """Where a caller passes `name` positionally (a bound method's `self` is not passed)."""
+    """Where a caller passes `name` positionally."""
     names = [p.name for p in info.params]
     if name not in names:
         return None
-    static = any(d and d[-1] == "staticmethod" for d in info.decorators)
-    bound = 1 if info.cls and names and not static else 0
-    return names.index(name) - bound
+    # A method's parameter is reached through a bound method (`obj.m(...)`, or `a(...)` with
+    # `a = obj.m` handed down), so the receiver is not among the arguments.
+    return names.index(name) - (1 if info.takes_self else 0)
 
 
 def parameter_owner(program: Program, qual: str, name: str) -> str | None:
