@@ -58,7 +58,7 @@ from rankguard.analysis.blocking_types import (
 from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.context import SELF, RoundContext, bindings, placements
 from rankguard.analysis.precision import assigned_fact, cadence_of
-from rankguard.analysis.reach import followed
+from rankguard.analysis.reach import edge_of, followed
 from rankguard.analysis.rounds import Round
 from rankguard.analysis.single_rank import with_peers
 from rankguard.catalogs.catalog import BlockingCatalog, CollectiveCatalog
@@ -399,7 +399,6 @@ class _Walk:
         cadence: str | None,
         advance: bool = False,
     ) -> State:
-        hop = Hop(self.fn, self.record.path, call.line)
         targets = followed(self.a.program, self.fn, call)
         blocking = self.a.classify.blocking_call(
             self.record, call, stmt_calls, targets, state.env, state.taken, cadence, state.known
@@ -410,6 +409,7 @@ class _Walk:
             return state.evolve(pending=pending)
         outcomes: list[State | None] = []
         for target in targets:
+            hop = Hop(self.fn, self.record.path, call.line, edge_of(target))
             kind = self.a.collectives.kind(target.name)
             if kind is not None:
                 site = CollectiveSite(target.name, kind, self.record.path, call.line, self.fn)

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from rankguard.analysis.reach import FOLLOWED
+from rankguard.analysis.reach import FOLLOWED, edge_of
 from rankguard.catalogs.catalog import CollectiveCatalog
 from rankguard.core.chains import Hop
 from rankguard.model.program import Program
@@ -129,8 +129,7 @@ class CollectiveReach:
             for target in self.program.targets_of(record.qualname, call):
                 if target.kind not in FOLLOWED:
                     continue
-                edge = "fallback" if target.kind == "fallback" else target.via
-                hop = Hop(record.qualname, record.path, call.line, edge)
+                hop = Hop(record.qualname, record.path, call.line, edge_of(target))
                 kind = self.catalog.kind(target.name)
                 if kind is not None:
                     site = CollectiveSite(

@@ -15,6 +15,11 @@ from rankguard.summary.ir import CallSite, Stmt, walk_calls, walk_statements
 FOLLOWED = ("call", "fallback")
 
 
+def edge_of(target: Target) -> str | None:
+    """How a chain hop reached `target`, where weaker than a plain call (`core.chains.Hop`)."""
+    return "fallback" if target.kind == "fallback" else target.via
+
+
 def followed(program: Program, function: str, call: CallSite) -> tuple[Target, ...]:
     """What a call in `function` may run right there (callbacks run elsewhere, later)."""
     return tuple(t for t in program.targets_of(function, call) if t.kind in FOLLOWED)

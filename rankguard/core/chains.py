@@ -9,7 +9,10 @@ class Hop(NamedTuple):
     """`function` made the call at `path:line` (the last hop: the call in question).
 
     `edge` says how the call was resolved when that is weaker than a plain call: "fallback"
-    (the only class defining that method name) or "dispatch" (a callable held in a table).
+    (the only class defining that method name), "dispatch" (a callable held in a table),
+    "override" (a subclass's override of the receiver's declared class: the chain holds where
+    the program is configured with that subclass) or "subclass" (a mixin's `self` as a class
+    derived from it).
     """
 
     function: str

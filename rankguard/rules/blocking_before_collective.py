@@ -1,7 +1,9 @@
 """Rule `blocking-before-collective`: a call that can stall this rank while its peers wait.
 
-One finding per round and blocking call site: the collective it delays first (in the round's
-execution order) is `collective`, every collective it may delay is listed in `collectives`.
+One finding per round and blocking call site: every collective it may delay is listed in
+`collectives`, in the round's execution order; `collective` names the first of them that a path
+of plain calls reaches, where there is one. A path through a subclass's override or a fallback
+edge holds only in some configurations, so it is listed, not headlined, when a surer one exists.
 """
 
 from __future__ import annotations
@@ -175,8 +177,13 @@ class BlockingBeforeCollective(Rule):
                 yield _finding(self.name, rnd.function.qualname, pairs)
 
 
+def _headline(pairs: list[Pair]) -> Pair:
+    """The first pair whose collective a chain of plain calls reaches, else the first."""
+    return next((p for p in pairs if not any(hop.edge for hop in p.chain)), pairs[0])
+
+
 def _finding(rule: str, round_name: str, pairs: list[Pair]) -> Finding:
-    first = pairs[0]
+    first = _headline(pairs)
     call = first.blocking
     site = first.site
     cadence = f" (cadenced: {call.cadenced})" if call.cadenced else ""

@@ -481,3 +481,65 @@ def test_zmq_flags_passed_through_a_parameter(tmp_path: Path):
     )
     # The call passing zmq.NOBLOCK returns at once: only the default-flags call waits.
     assert [f.extra["collective"]["callee"] for f in findings] == ["torch.distributed.all_reduce"]
+
+
+def test_a_chain_through_a_subclass_override_says_so(tmp_path: Path):
+    """The round calls the declared backend's method; the subclass that blocks is reached by
+    class-hierarchy dispatch, which holds only where that subclass is configured: the hop says
+    `override`, so the reader sees the condition the finding depends on."""
+    _, result = _run(
+        tmp_path,
+        """
+        class Backend:
+            def prepare(self, x):
+                return x
+
+        class SyncingBackend(Backend):
+            def prepare(self, x):
+                return x.tolist()
+
+        def make(name):
+            return SyncingBackend() if name else Backend()
+
+        def event_loop(backend: Backend):
+            while True:
+                backend.prepare(torch.ones(2, device="cuda"))
+                dist.barrier()
+        """,
+        include_round_tail=False,
+    )
+    (finding,) = result.findings
+    assert [h.get("edge") for h in finding.extra["chain"]] == ["override", None]
+
+
+def test_the_named_collective_is_one_a_plain_path_reaches(tmp_path: Path):
+    """The sleep may delay a collective that one configured subclass runs, and surely delays the
+    barrier: the finding names the barrier and lists both."""
+    _, result = _run(
+        tmp_path,
+        """
+        class Backend:
+            def prepare(self):
+                pass
+
+        class GatheringBackend(Backend):
+            def prepare(self):
+                dist.all_reduce(None)
+
+        def make(name):
+            return GatheringBackend() if name else Backend()
+
+        def event_loop(backend: Backend):
+            while True:
+                time.sleep(1)
+                backend.prepare()
+                dist.barrier()
+        """,
+        include_round_tail=False,
+    )
+    (finding,) = result.findings
+    assert finding.extra["collective"]["callee"] == "torch.distributed.barrier"
+    assert [c["callee"] for c in finding.extra["collectives"]] == [
+        "torch.distributed.all_reduce",
+        "torch.distributed.barrier",
+    ]

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from functools import cached_property
 
 from rankguard.analysis.collectives import CollectiveReach, CollectiveSite, Event
-from rankguard.analysis.reach import followed
+from rankguard.analysis.reach import edge_of, followed
 from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.core.chains import Hop
 from rankguard.model.program import Program
@@ -81,8 +81,7 @@ class CollectiveCalls:
             if key not in self._pruned:
                 calls = list(_feasible_calls(callee.info.body, constants))
                 self._pruned[key] = _pairs(self.reach.events_of_calls(callee, calls))
-            edge = "fallback" if target.kind == "fallback" else target.via
-            hop = Hop(record.qualname, record.path, call.line, edge)
+            hop = Hop(record.qualname, record.path, call.line, edge_of(target))
             out.extend((site, [hop, *chain]) for site, chain in self._pruned[key])
         found = _pairs(self.reach.events_of_calls(record, [call]))
         out.extend(
