@@ -55,6 +55,11 @@ class RankSourceCatalog:
     _compiled: list[tuple[str, re.Pattern[str]]] = field(
         default_factory=list, compare=False, repr=False
     )
+    # Answers by name: the uniformity walk asks about ~1M names on a large tree, few distinct.
+    _uniform: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
+    _stripped: dict[str, tuple[str | None, str]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     # -- what kind of varying value a callee returns ------------------------------------
     def with_driver_terms(self, patterns: Iterable[str]) -> RankSourceCatalog:
@@ -109,8 +114,12 @@ class RankSourceCatalog:
 
     def is_uniform_name(self, name: str) -> bool:
         """`world_size`, `tp_size`, `get_tp_group`: the same on every rank of the group."""
-        last = name.rsplit(".", 1)[-1].lstrip("_")
-        return any(rx.match(last) for rx in self.uniform_calls) or self.is_group_size(last)
+        found = self._uniform.get(name)
+        if found is None:
+            last = name.rsplit(".", 1)[-1].lstrip("_")
+            found = any(rx.match(last) for rx in self.uniform_calls) or self.is_group_size(last)
+            self._uniform[name] = found
+        return found
 
     def is_group_size(self, name: str) -> bool:
         """`world_size`, `tp_size`, `get_tensor_model_parallel_world_size`: how many ranks a
@@ -121,11 +130,15 @@ class RankSourceCatalog:
 
     def _strip_dimension(self, name: str) -> tuple[str | None, str]:
         """`attn_tp_rank` -> ("attn_tp", "rank"); the longest alias prefix wins."""
-        found = [alias for alias in self.aliases if name.startswith(alias + "_")]
-        if not found:
-            return None, name
-        alias = max(found, key=len)
-        return self.aliases[alias], name[len(alias) + 1 :]
+        stripped = self._stripped.get(name)
+        if stripped is None:
+            found = [alias for alias in self.aliases if name.startswith(alias + "_")]
+            alias = max(found, key=len) if found else None
+            stripped = (
+                (None, name) if alias is None else (self.aliases[alias], name[len(alias) + 1 :])
+            )
+            self._stripped[name] = stripped
+        return stripped
 
     # -- dimensions ---------------------------------------------------------------------
     def dimension_of_rank(self, segments: Sequence[str]) -> str | None:
