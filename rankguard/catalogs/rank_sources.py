@@ -21,9 +21,6 @@ from rankguard.catalogs.loader import load_catalog
 from rankguard.core.errors import InputError
 
 _FILE = "rank_sources.toml"
-_GROUP_SUFFIX = re.compile(
-    r"(?:_(?:cpu|device|gloo|nccl|pynccl|process|comm|sync))*_(?:group|pg|comm|coordinator)$"
-)
 
 
 @dataclass(frozen=True)
@@ -34,12 +31,23 @@ class SourceKind:
 
 
 @dataclass(frozen=True)
+class Generator:
+    """A random generator the program can seed: `seeds` set its state, `draws` read it
+    (fnmatch patterns over resolved callee names)."""
+
+    name: str
+    seeds: tuple[str, ...]
+    draws: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class RankSourceCatalog:
     kinds: tuple[SourceKind, ...]
     rank_calls: tuple[re.Pattern[str], ...]
     rank_names: tuple[re.Pattern[str], ...]
     peers: frozenset[str]
     rank_environment: frozenset[str]
+    environment_reads: frozenset[str]
     uniform_calls: tuple[re.Pattern[str], ...]
     placement_keywords: frozenset[str]
     placement_methods: frozenset[str]
@@ -51,6 +59,8 @@ class RankSourceCatalog:
     shape_calls: frozenset[str]
     aliases: dict[str, str]  # spelling -> dimension
     grids: tuple[tuple[str, tuple[str, ...]], ...]  # (of, axes)
+    generators: tuple[Generator, ...]
+    group_suffix: re.Pattern[str]
     _memo: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
     _compiled: list[tuple[str, re.Pattern[str]]] = field(
         default_factory=list, compare=False, repr=False
@@ -99,6 +109,21 @@ class RankSourceCatalog:
                 if k.match
             )
         return next((kind for kind, rx in self._compiled if rx.match(name)), None)
+
+    # -- random generators ----------------------------------------------------------------
+    def generator_drawn(self, names: Sequence[str]) -> str:
+        """The generator a random draw reads (`torch.multinomial` -> "torch"), "" for none."""
+        return self._generator(names, lambda g: g.draws)
+
+    def generator_seeded(self, names: Sequence[str]) -> str:
+        """The generator a call seeds (`torch.manual_seed` -> "torch"), "" for none."""
+        return self._generator(names, lambda g: g.seeds)
+
+    def _generator(self, names: Sequence[str], patterns: Any) -> str:
+        for generator in self.generators:
+            if any(fnmatch.fnmatchcase(n, p) for n in names for p in patterns(generator)):
+                return generator.name
+        return ""
 
     # -- names ------------------------------------------------------------------------------
     def is_rank_call(self, name: str) -> bool:
@@ -161,7 +186,7 @@ class RankSourceCatalog:
         name = segment.lstrip("_")
         if name.startswith("get_"):
             name = name[4:]
-        match = _GROUP_SUFFIX.search(name)
+        match = self.group_suffix.search(name)
         if match is None:
             return None
         stem = name[: match.start()]
@@ -196,6 +221,7 @@ _COPIED = (
     "rank_names",
     "peers",
     "rank_environment",
+    "environment_reads",
     "uniform_calls",
     "placement_keywords",
     "placement_methods",
@@ -207,6 +233,8 @@ _COPIED = (
     "shape_calls",
     "aliases",
     "grids",
+    "generators",
+    "group_suffix",
 )
 
 
@@ -243,6 +271,7 @@ def parse_rank_sources(data: dict) -> RankSourceCatalog:
         rank_names=_regexes(rank.get("names", ()), f"{_FILE}: [rank] names"),
         peers=words(rank, "peers"),
         rank_environment=words(rank, "environment"),
+        environment_reads=words(rank, "environment_reads"),
         uniform_calls=_regexes(uniform.get("calls", ()), f"{_FILE}: [uniform] calls"),
         placement_keywords=words(placement, "keywords"),
         placement_methods=words(placement, "methods"),
@@ -254,6 +283,11 @@ def parse_rank_sources(data: dict) -> RankSourceCatalog:
         shape_calls=words(placement, "shapes"),
         aliases=aliases,
         grids=tuple(grids),
+        group_suffix=_regexes((data["group"]["suffix"],), f"{_FILE}: [group] suffix")[0],
+        generators=tuple(
+            Generator(row["name"], tuple(row["seeds"]), tuple(row["draws"]))
+            for row in data.get("generator", [])
+        ),
     )
 
 

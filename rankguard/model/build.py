@@ -204,7 +204,7 @@ def _through_parameters(program: Program, resolver: Resolver) -> None:
                 continue
             info = program.functions[owner].info
             names = [p.name for p in info.params]
-            bound = 1 if info.cls and names and "staticmethod" not in _decorator_names(info) else 0
+            bound = 1 if info.takes_self and names else 0
             position = names.index(call.target[0]) - bound
             found: set[str] = set()
             for caller, site in callers.get(owner, ()):
@@ -307,7 +307,3 @@ def _method(program: Program, cls: str, name: str) -> str | None:
         if method is not None:
             return method
     return None
-
-
-def _decorator_names(info) -> set[str]:
-    return {dec[-1] for dec in info.decorators if dec}

@@ -134,6 +134,15 @@ class FunctionInfo:
     decorator_called: tuple[bool, ...] = ()
     is_generator: bool = False  # has `yield`: calling it runs nothing until it is advanced
 
+    def decorated(self, name: str) -> bool:
+        """Whether a decorator's last segment is `name` (`@staticmethod`, `@functools.cache`)."""
+        return any(d and d[-1] == name for d in self.decorators)
+
+    @property
+    def takes_self(self) -> bool:
+        """A method whose first parameter is the instance or its class (not a staticmethod)."""
+        return bool(self.cls) and not self.decorated("staticmethod")
+
 
 @dataclass(slots=True)
 class ClassInfo:

@@ -217,8 +217,7 @@ class CallEvaluator:
             return EMPTY
         record = self.p.functions[callee]
         info = record.info
-        static = any(d and d[-1] == "staticmethod" for d in info.decorators)
-        skip = 1 if info.cls and not static and (bound or extra_skip) else 0
+        skip = 1 if info.takes_self and (bound or extra_skip) else 0
         params = [p for p in facts.params[skip:]]
         mapping: dict[str, Val] = {}
         for index, val in enumerate(args):

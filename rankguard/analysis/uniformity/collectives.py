@@ -27,26 +27,16 @@ from rankguard.analysis.collectives import CollectiveReach, CollectiveSite, Even
 from rankguard.analysis.reach import edge_of, followed
 from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.core.chains import Hop
+from rankguard.model.binding import bind
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
-from rankguard.summary.ir import CallSite, Stmt, walk_calls, walk_statements
+from rankguard.summary.conditions import Cond
+from rankguard.summary.ir import CallSite, Segs, Stmt, walk_calls, walk_statements
 
 Reached = list[tuple[CollectiveSite, list[Hop]]]
+Groups = tuple[str, ...]  # the dimensions of a call's groups, sorted; () when one is unknown
 _FALSE = frozenset({"False", "None", "0", "0.0", "''", '""'})
 _LITERALS = _FALSE | {"True"}
-
-
-def bound(callee: FunctionRecord, call: CallSite) -> bool:
-    """Whether the callee's first parameter is filled by the receiver (`obj.m(...)`, `Cls()`)."""
-    info = callee.info
-    if not info.cls:
-        return False
-    decorators = {d[-1] for d in info.decorators if d}
-    if "staticmethod" in decorators:
-        return False
-    if "classmethod" in decorators or info.name == "__init__":
-        return True  # `Cls(...)` fills `self` too
-    return len(call.target) >= 2
 
 
 class CollectiveCalls:
@@ -59,6 +49,9 @@ class CollectiveCalls:
         self._entered: dict[int, Reached] = {}
         self._pruned: dict[tuple[str, frozenset[tuple[str, str]]], Reached] = {}
         self._once: dict[str, bool] = {}
+        self._groups: dict[int, Groups] = {}
+        self._tested_params: dict[str, frozenset[str]] = {}
+        self._tokens: dict[int, tuple[str, ...]] = {}
 
     # -- what a call enters -------------------------------------------------------------
     def entered(self, record: FunctionRecord, call: CallSite) -> Reached:
@@ -93,41 +86,39 @@ class CollectiveCalls:
 
     def constants(self, callee: FunctionRecord, call: CallSite) -> dict[str, str]:
         """Literal values the call gives the callee's parameters its own `if`s test."""
-        tested = _tested_params(callee.info.body)
+        tested = self._tested(callee)
         if not tested:
             return {}
-        params = [p.name for p in callee.info.params]
-        offset = 1 if bound(callee, call) else 0
-        passed: dict[str, str | None] = {}
-        for index, operand in enumerate(o for o in call.operands if o.keyword is None):
-            if index + offset < len(params):
-                passed[params[index + offset]] = operand.const
-        starred = any(o.keyword in ("*", "**") for o in call.operands)
-        for operand in call.operands:
-            if operand.keyword in params:
-                passed[operand.keyword] = operand.const
+        binding = bind(callee, call)
         out: dict[str, str] = {}
         for param in callee.info.params:
             if param.name not in tested:
                 continue
-            if param.name in passed:
-                value = passed[param.name]
-            elif not starred:
-                value = param.default
+            if param.name in binding.passed:
+                value = binding.passed[param.name].const
             else:
-                value = None
+                value = param.default if binding.complete else None
             if value in _LITERALS:
                 out[param.name] = value
         return out
 
+    def _tested(self, callee: FunctionRecord) -> frozenset[str]:
+        name = callee.qualname
+        if name not in self._tested_params:
+            self._tested_params[name] = _tested_params(callee.info.body)
+        return self._tested_params[name]
+
     # -- tokens ---------------------------------------------------------------------------
     def tokens(self, record: FunctionRecord, call: CallSite) -> tuple[str, ...]:
         """What a call contributes to a path's collective sequence."""
-        out: list[str] = []
-        for site, chain in self.entered(record, call):
-            once = next((h.function for h in chain[1:] if self.at_most_once(h.function)), None)
-            out.append(f"once:{once}" if once else site.callee)
-        return tuple(dict.fromkeys(out))
+        key = id(call)
+        if key not in self._tokens:
+            out: list[str] = []
+            for site, chain in self.entered(record, call):
+                once = next((h.function for h in chain[1:] if self.at_most_once(h.function)), None)
+                out.append(f"once:{once}" if once else site.callee)
+            self._tokens[key] = tuple(dict.fromkeys(out))
+        return self._tokens[key]
 
     def at_most_once(self, name: str) -> bool:
         if name not in self._once:
@@ -144,10 +135,10 @@ class CollectiveCalls:
             stmt
             for stmt in record.info.body
             if stmt.kind == "if"
-            and len(stmt.reads) == 1
-            and len(stmt.reads[0]) == 2
-            and stmt.reads[0][0] == "self"
-            and stmt.text in (f"not self.{stmt.reads[0][1]}", f"self.{stmt.reads[0][1]} is None")
+            and (test := flag_test(stmt.cond)) is not None
+            and len(test[0]) == 2
+            and test[0][0] == "self"
+            and not test[1]
         ]
         if not latches:
             return False
@@ -172,12 +163,19 @@ class CollectiveCalls:
         return True
 
     # -- groups ---------------------------------------------------------------------------
-    def group(self, record: FunctionRecord, call: CallSite) -> str | None:
-        """The dimension of the group the call's collectives run over; None when unknown."""
-        named = self._named_group(call)
-        if named is not None:
-            return named
-        groups: set[str | None] = set()
+    def groups(self, record: FunctionRecord, call: CallSite) -> Groups:
+        """The dimensions of the groups the call's collectives run over, sorted; () when one
+        of them cannot be named."""
+        key = id(call)
+        if key not in self._groups:
+            named = self._named_group(call)
+            self._groups[key] = (
+                (named,) if named is not None else self._entered_groups(record, call)
+            )
+        return self._groups[key]
+
+    def _entered_groups(self, record: FunctionRecord, call: CallSite) -> Groups:
+        found: set[str] = set()
         for site, _chain in self.entered(record, call):
             holder = self.program.functions.get(site.function)
             primitive = next(
@@ -189,16 +187,47 @@ class CollectiveCalls:
                 ),
                 None,
             )
-            if primitive is None:
-                groups.add(None)
+            dims = self._primitive_groups(holder, primitive) if holder and primitive else set()
+            if not dims:
+                return ()
+            found |= dims
+        return tuple(sorted(found))
+
+    def _primitive_groups(self, holder: FunctionRecord, primitive: CallSite) -> set[str]:
+        """The groups a primitive names: by its receiver or argument, through a local bound to
+        group handles (`for group in (self.cp_group, self.tp_group)`), else the default group
+        when it passes none. Empty: a group we cannot name."""
+        named = self._named_group(primitive)
+        if named is not None:
+            return {named}
+        passed = next((o for o in primitive.operands if o.keyword == "group"), None)
+        if passed is None:
+            return {"world"}
+        if passed.ref is None or len(passed.ref) != 1:
+            return set()
+        return self._local_groups(holder, passed.ref[0])
+
+    def _local_groups(self, holder: FunctionRecord, name: str) -> set[str]:
+        """Every group handle a local is bound to (assigned, or iterated over), if all name one."""
+        found: set[str] = set()
+        for stmt in walk_statements(holder.info.body):
+            if stmt.kind not in ("assign", "loop") or (name,) not in stmt.targets:
                 continue
-            named = self._named_group(primitive)
-            passes = any(o.keyword == "group" for o in primitive.operands)
-            groups.add(named if named is not None else (None if passes else "world"))
-        return groups.pop() if len(groups) == 1 else None
+            for ref in stmt.reads or ((),):
+                dim = self._group_of([ref])
+                if dim is None:
+                    return set()
+                found.add(dim)
+        return found
+
+    def passes_group(self, call: CallSite) -> bool:
+        """Whether an argument is a process group we can name (`group=self.tp_group`)."""
+        return self._group_of([ref for o in call.operands for ref in o.reads]) is not None
 
     def _named_group(self, call: CallSite) -> str | None:
-        refs = [call.target[:-1]] + [ref for o in call.operands for ref in o.reads]
+        return self._group_of([call.target[:-1]] + [ref for o in call.operands for ref in o.reads])
+
+    def _group_of(self, refs: list[Segs]) -> str | None:
         for ref in refs:
             for segment in ref:
                 found = self.catalog.dimension_of_group(segment)
@@ -233,20 +262,32 @@ def _pairs(events: Iterable[Event]) -> Reached:
     return [(event.site, list(event.chain)) for event in events]
 
 
-def _test_of(stmt: Stmt) -> tuple[str, bool] | None:
-    """(parameter, whether the branch runs when it is truthy) for `p`, `not p`, `p is None`."""
-    if stmt.kind != "if" or len(stmt.reads) != 1 or len(stmt.reads[0]) != 1:
+def flag_test(cond: Cond) -> tuple[Segs, bool, bool] | None:
+    """(reference, whether the branch runs when it holds something, whether the test compares
+    with None) for `r`, `not r`, `r is None`, `r is not None`; None for any other test."""
+    negated = cond[:1] == ("not",)
+    inner = cond[1] if negated else cond
+    if inner[:1] == ("ref",):
+        return inner[1], not negated, False
+    if (
+        negated
+        or inner[:1] != ("cmp",)
+        or len(inner[1]) != 1
+        or inner[1][0] not in ("is", "is not")
+    ):
         return None
-    name = stmt.reads[0][0]
-    forms = {
-        name: True,
-        f"not {name}": False,
-        f"{name} is not None": True,
-        f"{name} is None": False,
-    }
-    if stmt.text not in forms:
+    left, right = inner[2]
+    if left[:1] == ("ref",) and right == ("const", None):
+        return left[1], inner[1][0] == "is not", True
+    return None
+
+
+def _test_of(stmt: Stmt) -> tuple[str, bool, bool] | None:
+    """`flag_test` of an `if` on a bare local name (a parameter)."""
+    test = flag_test(stmt.cond) if stmt.kind == "if" else None
+    if test is None or len(test[0]) != 1:
         return None
-    return name, forms[stmt.text]
+    return test[0][0], test[1], test[2]
 
 
 def _tested_params(body: tuple[Stmt, ...]) -> frozenset[str]:
@@ -270,7 +311,7 @@ def _feasible_calls(body: tuple[Stmt, ...], constants: dict[str, str]) -> Iterat
         blocks = stmt.blocks
         if test is not None and test[0] in constants:
             truthy = constants[test[0]] not in _FALSE
-            if stmt.text.endswith("is None") or stmt.text.endswith("is not None"):
+            if test[2]:  # compared with None
                 truthy = constants[test[0]] != "None"
             blocks = (blocks[0],) if truthy == test[1] else blocks[1:]
         for block in blocks:
@@ -280,12 +321,13 @@ def _feasible_calls(body: tuple[Stmt, ...], constants: dict[str, str]) -> Iterat
 def _returns_once(body: tuple[Stmt, ...]) -> bool:
     """`if self.F: return` first (a docstring aside), and `self.F = True` somewhere in the body."""
     stmts = [s for s in body if not (s.kind == "expr" and not s.calls and not s.reads)]
-    if not stmts or stmts[0].kind != "if" or len(stmts[0].reads) != 1:
+    if not stmts or stmts[0].kind != "if":
         return False
-    flag = stmts[0].reads[0]
     first = stmts[0]
-    if len(flag) != 2 or first.text != ".".join(flag) or not first.blocks[0]:
+    test = flag_test(first.cond)
+    if test is None or len(test[0]) != 2 or not test[1] or test[2] or not first.blocks[0]:
         return False
+    flag = test[0]
     if first.blocks[0][0].kind != "return":
         return False
     return any(

@@ -19,8 +19,16 @@ import networkx as nx
 
 from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.reach import FOLLOWED
-from rankguard.analysis.uniformity.collectives import CollectiveCalls
-from rankguard.analysis.uniformity.lattice import FunctionFlow, Label, Labels, Node, Source, Step
+from rankguard.analysis.uniformity.collectives import CollectiveCalls, Groups
+from rankguard.analysis.uniformity.lattice import (
+    FunctionFlow,
+    Label,
+    Labels,
+    Node,
+    Source,
+    Step,
+    merge,
+)
 from rankguard.analysis.uniformity.transfer import Walker
 from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.model.program import Program
@@ -54,6 +62,7 @@ class UniformityFlow:
         for name in _callees_first(program):
             self.flows[name] = Walker(self, program.functions[name]).run()
         self.sources = self._solve()
+        self.seeded = self._seeded()
 
     def ret_params(self, function: str) -> dict[str, tuple[Step, ...]]:
         """Parameters of `function` whose value reaches its return (known once it was walked;
@@ -89,6 +98,16 @@ class UniformityFlow:
                 queue.append((nxt, source, (*steps, *chain)[:18]))
         return result
 
+    def _seeded(self) -> frozenset[str]:
+        """Generators every seeding call seeds with a value uniform over any group: their
+        draws agree on every rank. A generator seeded nowhere, or once from a varying value
+        (`seed + rank`), draws this rank's own values."""
+        seeds: dict[str, Labels] = {}
+        for name in sorted(self.flows):
+            for generator, labels in self.flows[name].seeds.items():
+                merge(seeds.setdefault(generator, {}), labels)
+        return frozenset(g for g, labels in seeds.items() if not self.sources_of(labels))
+
     def sources_of(self, labels: Labels) -> Sourced:
         """Every source a set of labels stands for, nearest first."""
         found: dict[Source, tuple[Step, ...]] = {}
@@ -106,15 +125,24 @@ class UniformityFlow:
         flow = self.flows.get(function)
         if flow is None:
             return []
-        return self.sources_of(flow.conditions.get(id(stmt), {}))
+        return [
+            (source, chain)
+            for source, chain in self.sources_of(flow.conditions.get(id(stmt), {}))
+            if not (source.kind == "random" and source.generator in self.seeded)
+        ]
 
-    def varying(self, function: str, stmt: Stmt, group: str | None) -> Sourced:
-        """The condition's sources that can differ between ranks of `group` (a dimension)."""
+    def varying(self, function: str, stmt: Stmt, groups: Groups) -> Sourced:
+        """The condition's sources that can differ between ranks of one of `groups` (their
+        dimensions; () when a group cannot be named, and then every source counts)."""
         return [
             (source, chain)
             for source, chain in self.condition_sources(function, stmt)
             if source.kind != "rank-id"
-            or not self.sources_catalog.rank_uniform_over(source.dimension or None, group)
+            or not groups
+            or any(
+                not self.sources_catalog.rank_uniform_over(source.dimension or None, group)
+                for group in groups
+            )
         ]
 
 

@@ -15,7 +15,8 @@ from typing import Any
 @dataclass(frozen=True, order=True)
 class Source:
     """Where a varying value is produced; `dimension` is a rank id's group dimension ("" when it
-    names none, which varies with every group)."""
+    names none, which varies with every group); `generator` names the generator a random draw
+    reads (uniform when the program seeds it alike on every rank)."""
 
     kind: str  # rank-id | driver | inbox | time | random | host | environment
     text: str
@@ -23,6 +24,7 @@ class Source:
     path: str
     line: int
     dimension: str = ""
+    generator: str = ""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -90,6 +92,7 @@ class FunctionFlow:
     edges: dict[Node, Labels] = field(default_factory=dict)
     conditions: dict[int, Labels] = field(default_factory=dict)  # id(Stmt) -> labels
     ret_params: dict[str, tuple[Step, ...]] = field(default_factory=dict)  # param -> to return
+    seeds: dict[str, Labels] = field(default_factory=dict)  # generator -> what seeds it here
 
     def flow(self, node: Node, labels: Labels) -> None:
         if labels:

@@ -22,11 +22,13 @@ program-wide attribute after a call into a function that stores that attribute.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any, Protocol
 
 from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.reach import followed
-from rankguard.analysis.uniformity.collectives import CollectiveCalls, bound
+from rankguard.analysis.uniformity.collectives import CollectiveCalls
 from rankguard.analysis.uniformity.lattice import (
     MAX_STEPS,
     Env,
@@ -40,12 +42,12 @@ from rankguard.analysis.uniformity.lattice import (
     through,
 )
 from rankguard.catalogs.rank_sources import RankSourceCatalog
+from rankguard.model.binding import bind
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT, CallSite, Operand, Segs, Stmt, segs_text
 
 _MAX_CLASSES = 12
-_ENV_READS = frozenset({"os.getenv", "os.environ.get"})
 # Where an in-place collective takes the buffer it fills (first positional, or these keywords).
 _BUFFER_KEYWORDS = ("tensor", "object_list", "tensor_list", "output_tensor_list", "output")
 
@@ -102,12 +104,9 @@ class Walker:
     def run(self) -> FunctionFlow:
         env: Env = {}
         info = self.record.info
-        is_method = bool(info.cls) and not any(
-            d and d[-1] == "staticmethod" for d in info.decorators
-        )
         for index, param in enumerate(info.params):
             name = param.name.lstrip("*")
-            if index == 0 and is_method:
+            if index == 0 and info.takes_self:
                 env[name] = {}
                 continue
             labels: Labels = {("param", self.fn, name): ()}
@@ -214,19 +213,29 @@ class Walker:
         if kind == "rank-id":
             result[self.rank_source(call.target, call.line)] = ()
         elif kind is not None:
-            result[self.source(kind, call.text + "()", call.line)] = ()
-        elif any(n in _ENV_READS for n in names) and self._rank_variable(call):
+            drawn = catalog.generator_drawn(names) if kind == "random" else ""
+            source = self.source(kind, call.text + "()", call.line)
+            result[replace(source, generator=drawn)] = ()
+        elif any(n in catalog.environment_reads for n in names) and self._rank_variable(call):
             result[self.source("rank-id", f"{call.text}({call.args[0]})", call.line)] = ()
         segs = call.target
         placement = any(n in catalog.placement_calls or n in catalog.shape_calls for n in names)
+        internal = [t for t in targets if t in program.functions]
+        # An object from outside the program handed a process group takes part in that group's
+        # protocol: the rank ids it is given say which member it is, not what it returns.
+        member = not internal and self.f.calls.passes_group(call)
         operands: list[tuple[Operand, Labels]] = []
         measured = len(segs) == 1 and segs[0] in self.catalog.measures
         for operand in call.operands:
             labels = self.operand(operand, env, state, call.line, measured)
+            if member and operand.ref and catalog.is_rank_name(operand.ref[-1]):
+                continue
             if operand.keyword not in catalog.placement_keywords:  # placement is not data
                 operands.append((operand, labels))
+        seeded = catalog.generator_seeded(names)
+        if seeded:  # what seeds a generator decides whether its draws agree (`flow.seeded`)
+            merge(self.out.seeds.setdefault(seeded, {}), _union(labels for _o, labels in operands))
         receiver = self.receiver(call, env, state)
-        internal = [t for t in targets if t in program.functions]
         primitive = any(self.f.reach.catalog.kind(t) == "collective" for t in targets)
         entered = primitive or bool(self.f.calls.entered(self.record, call))
         if entered:
@@ -282,19 +291,12 @@ class Walker:
     def bind_params(
         self, callee: FunctionRecord, call: CallSite, operands: list[tuple[Operand, Labels]]
     ) -> dict[str, Labels]:
-        params = [p.name.lstrip("*") for p in callee.info.params]
-        offset = 1 if bound(callee, call) else 0
-        passed: dict[str, Labels] = {}
-        positional = [labels for o, labels in operands if o.keyword is None]
-        if any(o.keyword == "*" for o, _ in operands):
-            positional = []  # unpacked: we cannot tell which parameter gets what
-        for index, labels in enumerate(positional):
-            if index + offset < len(params):
-                passed[params[index + offset]] = labels
-        for operand, labels in operands:
-            if operand.keyword in params:
-                passed[operand.keyword] = labels
-        return passed
+        labels = {id(operand): found for operand, found in operands}
+        return {
+            param: labels[id(operand)]
+            for param, operand in bind(callee, call).passed.items()
+            if id(operand) in labels
+        }
 
     def operand(
         self, operand: Operand, env: Env, state: _Statement, line: int, size: bool = False
@@ -323,9 +325,7 @@ class Walker:
 
     def feed(self, call: CallSite, fed: list[Labels], env: Env) -> None:
         """`q.append(x)`: the container now also holds what `x` holds."""
-        labels: Labels = {}
-        for more in fed:
-            merge(labels, more)
+        labels = _union(fed)
         container = call.target[:-1]
         step = self.step(call.line, f"{call.text}(…)")
         self.bind(((*container, SUBSCRIPT),), through(labels, step), env)
@@ -440,3 +440,10 @@ class Walker:
                         self.out.flow(("arrivals", value.name, attr), labels)
                     else:
                         self.out.flow(("attr", value.name, attr), labels)
+
+
+def _union(parts: Iterable[Labels]) -> Labels:
+    out: Labels = {}
+    for part in parts:
+        merge(out, part)
+    return out
