@@ -75,3 +75,50 @@ def test_rank_ids_given_without_a_group_shard_the_results(program_of) -> None:
     found = run(program_of, CONNECTOR.format(group=""))
     assert lines(found) == [10]
     assert found[0].sources[0][0].kind == "rank-id"
+
+
+# Data-parallel attention: each DP shard's leader receives its own requests and broadcasts them
+# over its attention-TP group only; the TP group spans every shard.
+DP_GROUPS = (
+    "def get_attn_tp_group():\n    return _ATTN_TP\n\n"
+    "def get_tp_group():\n    return _TP\n\n"
+    "def broadcast_reqs(reqs, group):\n"
+    "    box = [reqs]\n"
+    "    dist.broadcast_object_list(box, src=0, group=group)\n"
+    "    return box[0]\n\n"
+    "def shard_broadcast(reqs):\n"
+    "    tp_group = get_attn_tp_group()\n"
+    "    return broadcast_reqs(reqs, tp_group.cpu_group)\n\n"
+)
+
+
+def _dp_round(gather: str) -> str:
+    return DP_GROUPS + (
+        "class S:\n"
+        "    def __init__(self, sock, limit):\n"
+        "        self.sock = sock\n"
+        "        self.limit = limit\n"
+        "        self.running = []\n\n"
+        "    def receive(self):\n"
+        "        for req in shard_broadcast(self.sock.recv_pyobj()):\n"
+        "            self.running.append(req)\n\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            self.receive()\n"
+        "            if len(self.running) < self.limit:\n"
+        "                continue\n"
+        f"            {gather}\n"
+    )
+
+
+def test_state_agreed_over_a_shard_varies_over_the_wider_group(program_of) -> None:
+    code = _dp_round("dist.all_gather_object([None], 1, group=get_tp_group().cpu_group)")
+    found = run(program_of, code)
+    assert lines(found) == [code.count("\n")]
+    assert found[0].sources[0][0].kind == "agreed"
+    assert found[0].groups == ("tp",)
+
+
+def test_state_agreed_over_a_shard_is_uniform_inside_it(program_of) -> None:
+    code = _dp_round("dist.all_gather_object([None], 1, group=get_attn_tp_group().cpu_group)")
+    assert run(program_of, code) == []

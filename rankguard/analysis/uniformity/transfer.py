@@ -76,7 +76,7 @@ class _Statement:
         self.consumed_calls: set[int] = set()
         self.results: dict[int, Labels] = {}
         self.pending: list[CallSite] = []
-        self.kills: list[str] = []
+        self.kills: list[tuple[str, Labels]] = []
 
 
 class Walker:
@@ -199,8 +199,8 @@ class Walker:
                 state.consumed[ref] -= 1
                 continue
             merge(out, self.ref(ref, env, stmt.line, ref in stmt.truths))
-        for name in state.kills:
-            env[name] = {}
+        for name, agreed in state.kills:
+            env[name] = dict(agreed)
         return out
 
     def call(self, call: CallSite, env: Env, state: _Statement) -> Labels:
@@ -223,7 +223,7 @@ class Walker:
         internal = [t for t in targets if t in program.functions]
         # An object from outside the program handed a process group takes part in that group's
         # protocol: the rank ids it is given say which member it is, not what it returns.
-        member = not internal and self.f.calls.passes_group(call)
+        member = not internal and self.f.calls.passes_group(self.record, call)
         operands: list[tuple[Operand, Labels]] = []
         measured = len(segs) == 1 and segs[0] in self.catalog.measures
         for operand in call.operands:
@@ -238,12 +238,14 @@ class Walker:
         receiver = self.receiver(call, env, state)
         primitive = any(self.f.reach.catalog.kind(t) == "collective" for t in targets)
         entered = primitive or bool(self.f.calls.entered(self.record, call))
+        agreed = self.agreed(call, primitive) if entered else {}
         if entered:
-            self.kill_buffer(call, state)
+            self.kill_buffer(call, state, agreed)
         uniform = placement or any(catalog.is_uniform_name(n) for n in names)
         # An object of a program class is not a value: its fields carry their own flows.
         uniform = uniform or (not internal and any(n in program.classes for n in names))
         if primitive or uniform:
+            merge(result, agreed)
             return result  # agreed by the group, or uniform by construction
         if not internal:
             # Outside the program: its result is computed from its receiver and arguments,
@@ -255,6 +257,7 @@ class Walker:
                 for _operand, labels in operands:
                     merge(result, labels)
             return result
+        merge(result, agreed)
         step = self.step(call.line, call.text + "(…)")
         for target in internal:
             callee = program.functions[target]
@@ -316,12 +319,27 @@ class Walker:
             merge(out, self.ref(ref, env, line, size and ref == operand.ref))
         return out
 
-    def kill_buffer(self, call: CallSite, state: _Statement) -> None:
+    def agreed(self, call: CallSite, primitive: bool) -> Labels:
+        """What a collective call returns is the same on every rank of its group, and only
+        there: agreed over a shard (one DP replica's attention-TP group), it still differs
+        between shards. An `agreed` source names the groups; the world, or a group we cannot
+        name, agrees everywhere. A wrapper's result is agreed only when the call hands it its
+        group (`broadcast_pyobj(x, g.rank, g.cpu_group)`): a helper that runs collectives
+        inside returns whatever it returns."""
+        calls = self.f.calls
+        named = calls.named_groups(self.record, call)
+        groups = calls.groups(self.record, call) if primitive else tuple(sorted(named))
+        if not groups or "world" in groups:
+            return {}
+        source = self.source("agreed", call.text + "()", call.line, ",".join(groups))
+        return {source: ()}
+
+    def kill_buffer(self, call: CallSite, state: _Statement, agreed: Labels) -> None:
         """A tensor reduced or broadcast in place holds the agreed value from here on."""
         buffer = next((o for o in call.operands if o.keyword is None), None)
         buffer = buffer or next((o for o in call.operands if o.keyword in _BUFFER_KEYWORDS), None)
         if buffer is not None and buffer.ref and buffer.ref != ("self",):
-            state.kills.append(".".join(buffer.ref))
+            state.kills.append((".".join(buffer.ref), agreed))
 
     def feed(self, call: CallSite, fed: list[Labels], env: Env) -> None:
         """`q.append(x)`: the container now also holds what `x` holds."""
