@@ -122,3 +122,31 @@ def test_state_agreed_over_a_shard_varies_over_the_wider_group(program_of) -> No
 def test_state_agreed_over_a_shard_is_uniform_inside_it(program_of) -> None:
     code = _dp_round("dist.all_gather_object([None], 1, group=get_attn_tp_group().cpu_group)")
     assert run(program_of, code) == []
+
+
+def test_a_decision_returned_from_shard_state_varies_over_the_wider_group(program_of) -> None:
+    # Each shard asks a helper whether to defer; the helper returns constants, but which one
+    # depends on the shard's own running batch: the TP-wide gather runs on some shards only.
+    code = DP_GROUPS + (
+        "class S:\n"
+        "    def __init__(self, sock, limit):\n"
+        "        self.sock = sock\n"
+        "        self.limit = limit\n"
+        "        self.running = []\n\n"
+        "    def receive(self):\n"
+        "        for req in shard_broadcast(self.sock.recv_pyobj()):\n"
+        "            self.running.append(req)\n\n"
+        "    def defer(self):\n"
+        "        if len(self.running) < self.limit:\n"
+        "            return False\n"
+        "        return True\n\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            self.receive()\n"
+        "            if self.defer():\n"
+        "                continue\n"
+        "            dist.all_gather_object([None], 1, group=get_tp_group().cpu_group)\n"
+    )
+    found = run(program_of, code)
+    assert lines(found) == [code.count("\n")]
+    assert found[0].sources[0][0].kind == "agreed"

@@ -22,7 +22,8 @@ program-wide attribute after a call into a function that stores that attribute.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -45,7 +46,17 @@ from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.model.binding import bind
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
-from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT, CallSite, Operand, Segs, Stmt, segs_text
+from rankguard.summary.ir import (
+    CALL,
+    OPAQUE,
+    SUBSCRIPT,
+    CallSite,
+    Operand,
+    Segs,
+    Stmt,
+    segs_text,
+    walk_statements,
+)
 
 _MAX_CLASSES = 12
 # Where an in-place collective takes the buffer it fills (first positional, or these keywords).
@@ -88,6 +99,10 @@ class Walker:
         self.record = record
         self.fn = record.qualname
         self.out = FunctionFlow()
+        # Labels of the conditions that decide which `return` runs (control dependence): a
+        # helper returning `False` on one side of a varying test and `True` on the other
+        # returns a varying value, though each constant is uniform.
+        self.control: Labels = {}
         self._attr_nodes: dict[Segs, tuple[Node, ...]] = {}
 
     def step(self, line: int, text: str) -> Step:
@@ -132,23 +147,18 @@ class Walker:
                 self.returned(labels, stmt.line)
             return env
         if kind in ("if", "match"):
-            self.out.conditions[id(stmt)] = self.value(stmt, env)
-            branches = [self.block(b, dict(env)) for b in stmt.blocks] or [env]
+            labels = self.value(stmt, env)
+            self.out.conditions[id(stmt)] = labels
+            with self.deciding(stmt, labels):
+                branches = [self.block(b, dict(env)) for b in stmt.blocks] or [env]
             if (kind == "if" and len(stmt.blocks) < 2) or kind == "match":
                 branches.append(env)
             return join(branches)
         if kind == "loop":
             labels = self.value(stmt, env)
             self.out.conditions[id(stmt)] = labels
-            if stmt.targets:
-                text = f"for {', '.join(segs_text(t) for t in stmt.targets)} in {stmt.text}"
-                items = self.ref(stmt.truths[0], env, stmt.line) if stmt.truths else labels
-                self.bind(stmt.targets, through(items, self.step(stmt.line, text)), env)
-            body, orelse = (*stmt.blocks, (), ())[:2]
-            after = env
-            for _ in range(2):  # a second pass carries values around the loop once
-                after = join([after, self.block(body, dict(after))])
-            return self.block(orelse, after)
+            with self.deciding(stmt, labels):
+                return self.loop(stmt, labels, env)
         if kind == "with":
             labels = self.value(stmt, env)
             if stmt.targets:
@@ -164,11 +174,36 @@ class Walker:
             return self.block(blocks[2], joined) if len(blocks) > 2 else joined
         return env
 
+    def loop(self, stmt: Stmt, labels: Labels, env: Env) -> Env:
+        if stmt.targets:
+            text = f"for {', '.join(segs_text(t) for t in stmt.targets)} in {stmt.text}"
+            items = self.ref(stmt.truths[0], env, stmt.line) if stmt.truths else labels
+            self.bind(stmt.targets, through(items, self.step(stmt.line, text)), env)
+        body, orelse = (*stmt.blocks, (), ())[:2]
+        after = env
+        for _ in range(2):  # a second pass carries values around the loop once
+            after = join([after, self.block(body, dict(after))])
+        return self.block(orelse, after)
+
+    @contextmanager
+    def deciding(self, stmt: Stmt, labels: Labels) -> Iterator[None]:
+        """Inside, the returns also depend on `labels`; after, too, when a block may return
+        (an early return decides the returns that follow it)."""
+        saved = dict(self.control)
+        step = self.step(stmt.line, f"returns decided by {stmt.text}")
+        merge(self.control, through(labels, step))
+        try:
+            yield
+        finally:
+            if not any(s.kind == "return" for b in stmt.blocks for s in walk_statements(b)):
+                self.control = saved
+
     def returned(self, labels: Labels, line: int) -> None:
         """Own parameters that reach a return are applied per call site (a summary); the rest
         is the function's intrinsic result, shared by every caller."""
         step = self.step(line, "return")
         intrinsic: Labels = {}
+        labels = {**self.control, **labels}
         for label, steps in labels.items():
             carried = (step, *steps)[:MAX_STEPS]
             if isinstance(label, tuple) and label[0] == "param" and label[1] == self.fn:
