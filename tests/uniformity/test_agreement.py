@@ -150,3 +150,25 @@ def test_a_decision_returned_from_shard_state_varies_over_the_wider_group(progra
     found = run(program_of, code)
     assert lines(found) == [code.count("\n")]
     assert found[0].sources[0][0].kind == "agreed"
+
+
+def test_what_a_broadcast_wrapper_returns_is_agreed_whichever_side_returns(program_of) -> None:
+    # The root returns its own data, the others what they received: which `return` runs
+    # depends on the rank, the value does not.
+    code = (
+        "def bcast(data, rank, group, src=0):\n"
+        "    box = [data]\n"
+        "    dist.broadcast_object_list(box, src=src, group=group)\n"
+        "    if rank == src:\n"
+        "        return data\n"
+        "    return box[0]\n\n"
+        "class S:\n"
+        "    def __init__(self, tp_group):\n"
+        "        self.tp_group = tp_group\n\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            reqs = bcast(self.sock.recv_pyobj(), dist.get_rank(), self.tp_group)\n"
+        "            if reqs:\n"
+        "                dist.barrier(group=self.tp_group)\n"
+    )
+    assert run(program_of, code) == []

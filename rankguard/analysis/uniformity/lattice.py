@@ -8,6 +8,7 @@ stands for. Each label carries the local steps that carried it, so a finding can
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +64,13 @@ def merge(into: Labels, more: Labels) -> None:
     for label, steps in more.items():
         if label not in into or len(steps) < len(into[label]):
             into[label] = steps
+
+
+def union(parts: Iterable[Labels]) -> Labels:
+    out: Labels = {}
+    for part in parts:
+        merge(out, part)
+    return out
 
 
 def through(labels: Labels, step: Step) -> Labels:

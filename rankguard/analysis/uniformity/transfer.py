@@ -22,7 +22,7 @@ program-wide attribute after a call into a function that stores that attribute.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Protocol
@@ -41,6 +41,7 @@ from rankguard.analysis.uniformity.lattice import (
     join,
     merge,
     through,
+    union,
 )
 from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.model.binding import bind
@@ -202,8 +203,10 @@ class Walker:
         """Own parameters that reach a return are applied per call site (a summary); the rest
         is the function's intrinsic result, shared by every caller."""
         step = self.step(line, "return")
+        # Which return runs is the function's decision; a caller that enters the group's
+        # collectives through it takes what the group agreed instead (`Walker.call`).
+        self.out.flow(("decided", self.fn), self.control)
         intrinsic: Labels = {}
-        labels = {**self.control, **labels}
         for label, steps in labels.items():
             carried = (step, *steps)[:MAX_STEPS]
             if isinstance(label, tuple) and label[0] == "param" and label[1] == self.fn:
@@ -269,7 +272,7 @@ class Walker:
                 operands.append((operand, labels))
         seeded = catalog.generator_seeded(names)
         if seeded:  # what seeds a generator decides whether its draws agree (`flow.seeded`)
-            merge(self.out.seeds.setdefault(seeded, {}), _union(labels for _o, labels in operands))
+            merge(self.out.seeds.setdefault(seeded, {}), union(labels for _o, labels in operands))
         receiver = self.receiver(call, env, state)
         primitive = any(self.f.reach.catalog.kind(t) == "collective" for t in targets)
         entered = primitive or bool(self.f.calls.entered(self.record, call))
@@ -297,6 +300,8 @@ class Walker:
         for target in internal:
             callee = program.functions[target]
             result[("ret", target)] = ()
+            if not entered:
+                result[("decided", target)] = ()
             self.forget_stored(target, env)
             passed = self.bind_params(callee, call, operands)
             if target in self.f.reached and self.fn not in self.f.reached:
@@ -378,7 +383,7 @@ class Walker:
 
     def feed(self, call: CallSite, fed: list[Labels], env: Env) -> None:
         """`q.append(x)`: the container now also holds what `x` holds."""
-        labels = _union(fed)
+        labels = union(fed)
         container = call.target[:-1]
         step = self.step(call.line, f"{call.text}(…)")
         self.bind(((*container, SUBSCRIPT),), through(labels, step), env)
@@ -493,10 +498,3 @@ class Walker:
                         self.out.flow(("arrivals", value.name, attr), labels)
                     else:
                         self.out.flow(("attr", value.name, attr), labels)
-
-
-def _union(parts: Iterable[Labels]) -> Labels:
-    out: Labels = {}
-    for part in parts:
-        merge(out, part)
-    return out
