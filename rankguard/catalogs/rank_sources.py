@@ -195,6 +195,11 @@ class RankSourceCatalog:
             stem = stem.split("_", 1)[1]
         return self.aliases.get(stem)
 
+    def within(self, group: str, dimension: str) -> bool:
+        """Whether every group of dimension `group` lies inside one group of `dimension` (the
+        same dimension, an axis that factors it, or the world)."""
+        return dimension == "world" or dimension in self._ancestry(group)
+
     def rank_uniform_over(self, rank_dimension: str | None, group: str | None) -> bool:
         """Whether a rank id of `rank_dimension` is the same on every rank of `group`."""
         if rank_dimension is None or group is None or rank_dimension == group:

@@ -119,7 +119,9 @@ class CallEvaluator:
             if target.kind == "callback":
                 continue
             name = target.name
-            if name in self.p.functions:
+            # A function without arithmetic facts (a lambda: the `arith` fact reads it where
+            # it is written) is evaluated through the value it was bound to, below.
+            if name in self.p.functions and self.fn_facts(name) is not None:
                 resolved_in_program = True
                 if target.via == "constructor":
                     self.invoke(frame, name, args, kwargs, 1, frame_line=line, bound=True)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from functools import cached_property
+from typing import cast
 
 from rankguard.analysis.collectives import CollectiveReach, CollectiveSite, Event
 from rankguard.analysis.reach import edge_of, followed
@@ -51,6 +52,7 @@ class CollectiveCalls:
         self._once: dict[str, bool] = {}
         self._groups: dict[int, Groups] = {}
         self._tested_params: dict[str, frozenset[str]] = {}
+        self._bindings: dict[str, dict[str, list[Segs]]] = {}
         self._tokens: dict[int, tuple[str, ...]] = {}
 
     # -- what a call enters -------------------------------------------------------------
@@ -168,9 +170,9 @@ class CollectiveCalls:
         of them cannot be named."""
         key = id(call)
         if key not in self._groups:
-            named = self._named_group(call)
+            named = self.named_groups(record, call)
             self._groups[key] = (
-                (named,) if named is not None else self._entered_groups(record, call)
+                tuple(sorted(named)) if named else self._entered_groups(record, call)
             )
         return self._groups[key]
 
@@ -194,38 +196,55 @@ class CollectiveCalls:
         return tuple(sorted(found))
 
     def _primitive_groups(self, holder: FunctionRecord, primitive: CallSite) -> set[str]:
-        """The groups a primitive names: by its receiver or argument, through a local bound to
-        group handles (`for group in (self.cp_group, self.tp_group)`), else the default group
-        when it passes none. Empty: a group we cannot name."""
-        named = self._named_group(primitive)
-        if named is not None:
-            return {named}
-        passed = next((o for o in primitive.operands if o.keyword == "group"), None)
-        if passed is None:
-            return {"world"}
-        if passed.ref is None or len(passed.ref) != 1:
-            return set()
-        return self._local_groups(holder, passed.ref[0])
+        """The groups a primitive names (`named_groups`), else the default group when it passes
+        none. Empty: a group we cannot name."""
+        named = self.named_groups(holder, primitive)
+        if named:
+            return named
+        return {"world"} if primitive.operand("group") is None else set()
 
-    def _local_groups(self, holder: FunctionRecord, name: str) -> set[str]:
-        """Every group handle a local is bound to (assigned, or iterated over), if all name one."""
-        found: set[str] = set()
-        for stmt in walk_statements(holder.info.body):
-            if stmt.kind not in ("assign", "loop") or (name,) not in stmt.targets:
-                continue
-            for ref in stmt.reads or ((),):
-                dim = self._group_of([ref])
-                if dim is None:
-                    return set()
-                found.add(dim)
-        return found
+    def named_groups(self, holder: FunctionRecord, call: CallSite) -> set[str]:
+        """The groups a call names by its receiver or an argument (`get_tp_group().all_gather`,
+        `group=self.tp_cpu_group`), through the locals they are bound to in `holder`
+        (`tp_group = get_attn_tp_group()`, `for group in (self.cp_group, self.tp_group)`)."""
+        for ref in [call.target[:-1]] + [ref for o in call.operands for ref in o.reads]:
+            found = self._ref_groups(holder, ref)
+            if found:
+                return found
+        return set()
 
-    def passes_group(self, call: CallSite) -> bool:
+    def _ref_groups(self, holder: FunctionRecord, ref: Segs) -> set[str]:
+        values = self._locals(holder).get(ref[0]) if ref else None
+        if values:  # the local's name says nothing: what it is bound to does
+            found = {self._group_of([(*value, *ref[1:])]) for value in values}
+            if None not in found:
+                return cast(set[str], found)
+        named = self._group_of([ref])
+        return {named} if named is not None else set()
+
+    def _locals(self, holder: FunctionRecord) -> dict[str, list[Segs]]:
+        """Locals bound only to references or calls (assigned, or iterated over a display):
+        each binding's referenced value."""
+        name = holder.qualname
+        if name not in self._bindings:
+            found: dict[str, list[Segs]] = {}
+            unknown: set[str] = set()
+            for stmt in walk_statements(holder.info.body):
+                for target in stmt.targets:
+                    if len(target) != 1 or stmt.kind not in ("assign", "loop"):
+                        continue
+                    if stmt.kind == "loop" and len(stmt.targets) == 1:
+                        found.setdefault(target[0], []).extend(stmt.reads)
+                    elif stmt.kind == "assign" and stmt.value[:1] in (("ref",), ("call",)):
+                        found.setdefault(target[0], []).append(stmt.value[1])
+                    else:
+                        unknown.add(target[0])
+            self._bindings[name] = {k: v for k, v in found.items() if k not in unknown}
+        return self._bindings[name]
+
+    def passes_group(self, record: FunctionRecord, call: CallSite) -> bool:
         """Whether an argument is a process group we can name (`group=self.tp_group`)."""
-        return self._group_of([ref for o in call.operands for ref in o.reads]) is not None
-
-    def _named_group(self, call: CallSite) -> str | None:
-        return self._group_of([call.target[:-1]] + [ref for o in call.operands for ref in o.reads])
+        return any(self._ref_groups(record, ref) for o in call.operands for ref in o.reads)
 
     def _group_of(self, refs: list[Segs]) -> str | None:
         for ref in refs:

@@ -88,8 +88,10 @@ class UniformityFlow:
                 queue.append((node, source, steps))
         while queue:
             node, source, chain = queue.popleft()
-            if node[0] == "arrivals" and source.kind != "inbox":
-                continue  # a size changes with how many messages arrive, not with their values
+            if node[0] == "arrivals" and source.kind not in ("inbox", "agreed"):
+                # A size changes with how many messages arrive (from outside the group, or
+                # agreed only within a shard of it), not with their values.
+                continue
             known = result.setdefault(node, {})
             if source in known or len(known) >= _MAX_SOURCES:
                 continue
@@ -133,17 +135,23 @@ class UniformityFlow:
 
     def varying(self, function: str, stmt: Stmt, groups: Groups) -> Sourced:
         """The condition's sources that can differ between ranks of one of `groups` (their
-        dimensions; () when a group cannot be named, and then every source counts)."""
+        dimensions; () when a group cannot be named: then every rank id counts, and no value
+        a collective agreed on does)."""
         return [
             (source, chain)
             for source, chain in self.condition_sources(function, stmt)
-            if source.kind != "rank-id"
-            or not groups
-            or any(
-                not self.sources_catalog.rank_uniform_over(source.dimension or None, group)
-                for group in groups
-            )
+            if self._differs(source, groups)
         ]
+
+    def _differs(self, source: Source, groups: Groups) -> bool:
+        catalog = self.sources_catalog
+        if source.kind == "agreed":
+            over = source.dimension.split(",")
+            return any(not any(catalog.within(g, d) for d in over) for g in groups)
+        if source.kind == "rank-id":
+            dimension = source.dimension or None
+            return not groups or any(not catalog.rank_uniform_over(dimension, g) for g in groups)
+        return True
 
 
 def _callees_first(program: Program) -> list[str]:
