@@ -9,7 +9,8 @@ The files are third-party: keep them outside this repository.
 
 Each case runs `rankguard graph CASE --format json --no-cache` in-process. Our names are brought
 to PyCG's convention: `.<locals>` dropped; an external instance's method `ext.Cls().fun` read as
-`ext.Cls.fun` and a call of an external instance `ext.Cls()` as `ext.Cls.__call__`; a constructor
+`ext.Cls.fun` and a call of an external instance `ext.Cls()` as `ext.Cls.__call__`; a method of a
+builtin value `<builtin>.str().join` as `<**PyStr**>.join`; a constructor
 edge to one of the case's own classes that defines no `__init__` (our callee is the class itself)
 dropped, since PyCG records nothing for it (it records an external class as `ext.Cls`). Module
 names already match (relative to the case folder: `main`, `ext`). PyCG's expected graph records
@@ -61,7 +62,12 @@ class Case:
 def normalise(name: str) -> str:
     name = name.replace(".<locals>", "")
     name = re.sub(r"\(\)$", ".__call__", name)
-    return name.replace("().", ".")
+    name = name.replace("().", ".")
+    # A method of a builtin value: ours `<builtin>.str().join`, PyCG's `<**PyStr**>.join`.
+    return _BUILTIN_TYPE.sub(lambda m: f"<**Py{m.group(1).capitalize()}**>.", name)
+
+
+_BUILTIN_TYPE = re.compile(r"^<builtin>\.(str|dict|list|set|tuple)\.")
 
 
 def scan(case_dir: Path) -> tuple[set[str], dict[str, set[str]], set[str], set[str]]:

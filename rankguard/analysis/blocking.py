@@ -345,7 +345,8 @@ class _Walk:
         state = self.calls(stmt.calls, state, guards, cadence)
         state = self.lock_context(stmt, state, cadence)
         state = self._forget(state, stmt.targets)
-        return self.block(stmt.blocks[0], state, guards, inner)
+        out = self.block(stmt.blocks[0], state, guards, inner)
+        return self.calls(stmt.exits, out, guards, cadence) if out is not None else None
 
     def lock_context(self, stmt: Stmt, state: State, cadence: str | None) -> State:
         """`with self._lock:` acquires the lock (no call appears in the source)."""
@@ -415,7 +416,7 @@ class _Walk:
                 site = CollectiveSite(target.name, kind, self.record.path, call.line, self.fn)
                 outcomes.append(self.apply(Summary({site: ()}, {}, {}), state, hop, cadence))
             elif target.name in self.a.program.functions:
-                if not advance and self.a.suspended(target.name):
+                if not advance and target.via != "advanced" and self.a.suspended(target.name):
                     continue  # a generator: its body runs where it is advanced
                 outcomes.append(self.enter(target.name, state, hop, cadence, call))
         if not outcomes:

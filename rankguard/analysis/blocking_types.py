@@ -9,8 +9,8 @@ one before a cadenced one) and only the facts all joined paths agree on.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.rounds import Round
@@ -20,6 +20,7 @@ from rankguard.summary.ir import CallSite, segs_text
 
 Key = tuple[str, int, int, str]
 Guards = tuple[tuple[Cond, bool], ...]
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class BlockingCall:
         return (self.path, self.line, self.col, self.callee)
 
     def below(self, hop: Hop, cadence: str | None) -> BlockingCall:
-        return replace(self, chain=(hop, *self.chain), cadenced=self.cadenced or cadence)
+        return _with(self, chain=(hop, *self.chain), cadenced=self.cadenced or cadence)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -99,7 +100,18 @@ class State:
     taken: tuple[tuple[Cond, bool], ...] = ()
 
     def evolve(self, **changes: Any) -> State:
-        return replace(self, **changes)
+        return _with(self, **changes)
+
+
+def _with(record: _R, **changes: Any) -> _R:
+    """`dataclasses.replace` for the frozen records here (no slots, no `__post_init__`)
+    without re-running `__init__`: five times cheaper, and summaries are re-chained millions
+    of times on a large tree (every summary applied at every call site that enters it)."""
+    if not changes.keys() <= record.__dict__.keys():
+        raise TypeError(f"{type(record).__name__} has no field {sorted(changes)}")
+    new = object.__new__(type(record))
+    new.__dict__.update(record.__dict__, **changes)
+    return new
 
 
 def merge(into: dict[Key, BlockingCall], more: Mapping[Key, BlockingCall]) -> None:
@@ -157,4 +169,4 @@ class Regions:
 
 
 def cadenced(call: BlockingCall, reason: str) -> BlockingCall:
-    return call if call.cadenced else replace(call, cadenced=reason)
+    return call if call.cadenced else _with(call, cadenced=reason)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from rankguard.analysis.reach import FOLLOWED, edge_of
 from rankguard.catalogs.catalog import CollectiveCatalog
 from rankguard.core.chains import Hop
+from rankguard.model.arguments import passed_at
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CallSite, walk_calls
@@ -82,6 +83,8 @@ class Event:
 
 
 Found = tuple[tuple[Event, ...], frozenset[str]]  # events, functions the result was cut at
+# What a function's called parameters hold on the path that entered it: (name, callables).
+Binding = frozenset[tuple[str, frozenset[str]]]
 
 
 class CollectiveReach:
@@ -90,7 +93,8 @@ class CollectiveReach:
     def __init__(self, program: Program, catalog: CollectiveCatalog) -> None:
         self.program = program
         self.catalog = catalog
-        self._memo: dict[str, list[Found]] = {}
+        self._memo: dict[tuple[str, Binding], list[Found]] = {}
+        self._called_params: dict[str, tuple[str, ...]] = {}
 
     def events_under(self, name: str) -> tuple[Event, ...]:
         return self._under(name, frozenset())[0]
@@ -119,16 +123,24 @@ class CollectiveReach:
 
     # -- the walk ---------------------------------------------------------------------------
     def _of_calls(
-        self, record: FunctionRecord, calls: Sequence[CallSite], stack: frozenset[str]
+        self,
+        record: FunctionRecord,
+        calls: Sequence[CallSite],
+        stack: frozenset[str],
+        binding: Binding = frozenset(),
     ) -> Found:
         events: dict[tuple[object, ...], Event] = {}
         cut: set[str] = set()
+        known = dict(binding)
         for call in calls:
             if call.deferred:
                 continue
             for target in self.program.targets_of(record.qualname, call):
-                if target.kind not in FOLLOWED:
-                    continue
+                if target.kind not in FOLLOWED or target.via == "suspended":
+                    continue  # a generator made here runs where it is advanced
+                held = known.get(call.target[0]) if len(call.target) == 1 else None
+                if target.via == "argument" and held is not None and target.name not in held:
+                    continue  # the path that entered here passed another callable
                 hop = Hop(record.qualname, record.path, call.line, edge_of(target))
                 kind = self.catalog.kind(target.name)
                 if kind is not None:
@@ -141,21 +153,50 @@ class CollectiveReach:
                     if target.name in stack:
                         cut.add(target.name)
                         continue
-                    below, below_cut = self._under(target.name, stack)
+                    inner = self._binding(record, call, target.name, known)
+                    below, below_cut = self._under(target.name, stack, inner)
                     cut |= below_cut
                     for event in below:
                         event = event.below(hop)
                         events.setdefault(event.key, event)
         return tuple(events.values()), frozenset(cut)
 
-    def _under(self, name: str, stack: frozenset[str]) -> Found:
-        for found in self._memo.get(name, ()):
+    def _under(self, name: str, stack: frozenset[str], binding: Binding = frozenset()) -> Found:
+        for found in self._memo.get((name, binding), ()):
             if found[1] <= stack:  # computed under cuts that are all on the stack again
                 return found
         record = self.program.functions[name]
-        events, cut = self._of_calls(record, list(walk_calls(record.info.body)), stack | {name})
+        calls = list(walk_calls(record.info.body))
+        events, cut = self._of_calls(record, calls, stack | {name}, binding)
         found = (events, cut - {name})
-        self._memo.setdefault(name, []).append(found)
+        self._memo.setdefault((name, binding), []).append(found)
+        return found
+
+    def _binding(
+        self, record: FunctionRecord, call: CallSite, callee: str, known: dict[str, frozenset[str]]
+    ) -> Binding:
+        """What `call` passes for the parameters `callee` calls (a callable handed to a
+        helper that calls it): on this path, only that runs, not what other callers pass."""
+        out = []
+        for name in self._parameters_called(callee):
+            held = passed_at(self.program, record.qualname, call, callee, name, known)
+            if held is not None:
+                out.append((name, held))
+        return frozenset(out)
+
+    def _parameters_called(self, name: str) -> tuple[str, ...]:
+        """Parameters of `name` that it calls (reaching what its callers pass, `via:
+        argument`) or hands on to another call, where they may be called."""
+        found = self._called_params.get(name)
+        if found is None:
+            params = {p.name for p in self.program.functions[name].info.params}
+            used: set[str] = set()
+            for r in self.program.calls.get(name, ()):
+                if len(r.call.target) == 1 and any(t.via == "argument" for t in r.targets):
+                    used.add(r.call.target[0])
+                used.update(o.ref[0] for o in r.call.operands if o.ref and len(o.ref) == 1)
+            found = tuple(sorted(used & params))
+            self._called_params[name] = found
         return found
 
 

@@ -13,6 +13,7 @@ about an attribute some method reassigns could stop holding in the middle of a r
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from functools import lru_cache
 from typing import Any
 
 from rankguard.model.facts import (
@@ -257,6 +258,7 @@ def _getter(segs: tuple[str, ...]) -> bool:
     )
 
 
+@lru_cache(maxsize=1 << 16)  # asked ~2M times per sglang check, of far fewer conditions
 def _global(cond: Cond) -> bool:
     found = list(refs(cond))
     return bool(found) and all(_getter(segs) for segs in found)

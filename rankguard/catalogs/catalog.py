@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
 from rankguard.catalogs.loader import check_entry, load_catalog
@@ -14,16 +14,23 @@ class CollectiveCatalog:
     primitives: frozenset[str]
     point_to_point: frozenset[str]
     patterns: tuple[str, ...] = ()
+    # Answers by name: asked about every resolved call site (over a million on a large tree),
+    # each pattern an fnmatch; far fewer distinct names.
+    _kinds: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
 
     def kind(self, qualname: str) -> str | None:
         """ "collective", "p2p" or None for a resolved callee's qualified name."""
+        if qualname in self._kinds:
+            return self._kinds[qualname]
+        found: str | None = None
         if qualname in self.point_to_point:
-            return "p2p"
-        if qualname in self.primitives:
-            return "collective"
-        if any(fnmatch.fnmatchcase(qualname, pat) for pat in self.patterns):
-            return "collective"
-        return None
+            found = "p2p"
+        elif qualname in self.primitives or any(
+            fnmatch.fnmatchcase(qualname, pat) for pat in self.patterns
+        ):
+            found = "collective"
+        self._kinds[qualname] = found
+        return found
 
 
 @cache

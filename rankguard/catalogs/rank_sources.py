@@ -21,9 +21,6 @@ from rankguard.catalogs.loader import load_catalog
 from rankguard.core.errors import InputError
 
 _FILE = "rank_sources.toml"
-_GROUP_SUFFIX = re.compile(
-    r"(?:_(?:cpu|device|gloo|nccl|pynccl|process|comm|sync))*_(?:group|pg|comm|coordinator)$"
-)
 
 
 @dataclass(frozen=True)
@@ -34,12 +31,23 @@ class SourceKind:
 
 
 @dataclass(frozen=True)
+class Generator:
+    """A random generator the program can seed: `seeds` set its state, `draws` read it
+    (fnmatch patterns over resolved callee names)."""
+
+    name: str
+    seeds: tuple[str, ...]
+    draws: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class RankSourceCatalog:
     kinds: tuple[SourceKind, ...]
     rank_calls: tuple[re.Pattern[str], ...]
     rank_names: tuple[re.Pattern[str], ...]
     peers: frozenset[str]
     rank_environment: frozenset[str]
+    environment_reads: frozenset[str]
     uniform_calls: tuple[re.Pattern[str], ...]
     placement_keywords: frozenset[str]
     placement_methods: frozenset[str]
@@ -51,9 +59,16 @@ class RankSourceCatalog:
     shape_calls: frozenset[str]
     aliases: dict[str, str]  # spelling -> dimension
     grids: tuple[tuple[str, tuple[str, ...]], ...]  # (of, axes)
+    generators: tuple[Generator, ...]
+    group_suffix: re.Pattern[str]
     _memo: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
     _compiled: list[tuple[str, re.Pattern[str]]] = field(
         default_factory=list, compare=False, repr=False
+    )
+    # Answers by name: the uniformity walk asks about ~1M names on a large tree, few distinct.
+    _uniform: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
+    _stripped: dict[str, tuple[str | None, str]] = field(
+        default_factory=dict, compare=False, repr=False
     )
 
     # -- what kind of varying value a callee returns ------------------------------------
@@ -95,6 +110,21 @@ class RankSourceCatalog:
             )
         return next((kind for kind, rx in self._compiled if rx.match(name)), None)
 
+    # -- random generators ----------------------------------------------------------------
+    def generator_drawn(self, names: Sequence[str]) -> str:
+        """The generator a random draw reads (`torch.multinomial` -> "torch"), "" for none."""
+        return self._generator(names, lambda g: g.draws)
+
+    def generator_seeded(self, names: Sequence[str]) -> str:
+        """The generator a call seeds (`torch.manual_seed` -> "torch"), "" for none."""
+        return self._generator(names, lambda g: g.seeds)
+
+    def _generator(self, names: Sequence[str], patterns: Any) -> str:
+        for generator in self.generators:
+            if any(fnmatch.fnmatchcase(n, p) for n in names for p in patterns(generator)):
+                return generator.name
+        return ""
+
     # -- names ------------------------------------------------------------------------------
     def is_rank_call(self, name: str) -> bool:
         last = name.rsplit(".", 1)[-1]
@@ -109,8 +139,12 @@ class RankSourceCatalog:
 
     def is_uniform_name(self, name: str) -> bool:
         """`world_size`, `tp_size`, `get_tp_group`: the same on every rank of the group."""
-        last = name.rsplit(".", 1)[-1].lstrip("_")
-        return any(rx.match(last) for rx in self.uniform_calls) or self.is_group_size(last)
+        found = self._uniform.get(name)
+        if found is None:
+            last = name.rsplit(".", 1)[-1].lstrip("_")
+            found = any(rx.match(last) for rx in self.uniform_calls) or self.is_group_size(last)
+            self._uniform[name] = found
+        return found
 
     def is_group_size(self, name: str) -> bool:
         """`world_size`, `tp_size`, `get_tensor_model_parallel_world_size`: how many ranks a
@@ -121,11 +155,15 @@ class RankSourceCatalog:
 
     def _strip_dimension(self, name: str) -> tuple[str | None, str]:
         """`attn_tp_rank` -> ("attn_tp", "rank"); the longest alias prefix wins."""
-        found = [alias for alias in self.aliases if name.startswith(alias + "_")]
-        if not found:
-            return None, name
-        alias = max(found, key=len)
-        return self.aliases[alias], name[len(alias) + 1 :]
+        stripped = self._stripped.get(name)
+        if stripped is None:
+            found = [alias for alias in self.aliases if name.startswith(alias + "_")]
+            alias = max(found, key=len) if found else None
+            stripped = (
+                (None, name) if alias is None else (self.aliases[alias], name[len(alias) + 1 :])
+            )
+            self._stripped[name] = stripped
+        return stripped
 
     # -- dimensions ---------------------------------------------------------------------
     def dimension_of_rank(self, segments: Sequence[str]) -> str | None:
@@ -148,7 +186,7 @@ class RankSourceCatalog:
         name = segment.lstrip("_")
         if name.startswith("get_"):
             name = name[4:]
-        match = _GROUP_SUFFIX.search(name)
+        match = self.group_suffix.search(name)
         if match is None:
             return None
         stem = name[: match.start()]
@@ -156,6 +194,11 @@ class RankSourceCatalog:
         while stem not in self.aliases and "_" in stem:
             stem = stem.split("_", 1)[1]
         return self.aliases.get(stem)
+
+    def within(self, group: str, dimension: str) -> bool:
+        """Whether every group of dimension `group` lies inside one group of `dimension` (the
+        same dimension, an axis that factors it, or the world)."""
+        return dimension == "world" or dimension in self._ancestry(group)
 
     def rank_uniform_over(self, rank_dimension: str | None, group: str | None) -> bool:
         """Whether a rank id of `rank_dimension` is the same on every rank of `group`."""
@@ -183,6 +226,7 @@ _COPIED = (
     "rank_names",
     "peers",
     "rank_environment",
+    "environment_reads",
     "uniform_calls",
     "placement_keywords",
     "placement_methods",
@@ -194,6 +238,8 @@ _COPIED = (
     "shape_calls",
     "aliases",
     "grids",
+    "generators",
+    "group_suffix",
 )
 
 
@@ -230,6 +276,7 @@ def parse_rank_sources(data: dict) -> RankSourceCatalog:
         rank_names=_regexes(rank.get("names", ()), f"{_FILE}: [rank] names"),
         peers=words(rank, "peers"),
         rank_environment=words(rank, "environment"),
+        environment_reads=words(rank, "environment_reads"),
         uniform_calls=_regexes(uniform.get("calls", ()), f"{_FILE}: [uniform] calls"),
         placement_keywords=words(placement, "keywords"),
         placement_methods=words(placement, "methods"),
@@ -241,6 +288,11 @@ def parse_rank_sources(data: dict) -> RankSourceCatalog:
         shape_calls=words(placement, "shapes"),
         aliases=aliases,
         grids=tuple(grids),
+        group_suffix=_regexes((data["group"]["suffix"],), f"{_FILE}: [group] suffix")[0],
+        generators=tuple(
+            Generator(row["name"], tuple(row["seeds"]), tuple(row["draws"]))
+            for row in data.get("generator", [])
+        ),
     )
 
 

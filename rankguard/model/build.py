@@ -6,11 +6,13 @@ from collections import defaultdict
 
 from rankguard.adapters.sources import SourceTree
 from rankguard.core.errors import ErrorRecord
+from rankguard.model.arguments import through_parameters
 from rankguard.model.invokers import invoker, waits_on_futures
 from rankguard.model.program import Program
 from rankguard.model.records import ClassRecord, FunctionRecord, ModuleRecord, Resolved, Target
-from rankguard.model.resolve import Resolver
-from rankguard.summary.ir import CallSite, FileSummary, walk_calls, walk_statements
+from rankguard.model.resolve import Resolver, suspends
+from rankguard.model.values import BUILTIN_PREFIX
+from rankguard.summary.ir import FileSummary, Stmt, walk_calls, walk_statements
 
 # What resolution learned, keyed so it can be cached beside the summaries and re-applied:
 # class links, each function's call targets in `walk_calls` order, callbacks, unresolved calls,
@@ -171,7 +173,7 @@ def _resolve_calls(
         if callbacks:
             program.callbacks[qual] = callbacks
             part["callbacks"][qual] = callbacks
-    _through_parameters(program, resolver)
+    through_parameters(program, resolver)
     _through_invokers(program, resolver)
     _implicit_dunders(program, resolver)
     program.unresolved = [
@@ -181,57 +183,6 @@ def _resolve_calls(
         if not r.targets
     ]
     return parts
-
-
-def _through_parameters(program: Program, resolver: Resolver) -> None:
-    """`def run(fn): fn()` called as `run(self.step)`: the parameter's call reaches what the
-    callers pass (one level deep), as a call edge refined `via: argument`. A call of an
-    enclosing function's parameter (a decorator's wrapper calling `f`) reaches what that
-    function's callers pass, and the functions it decorates (`via: decorated`)."""
-    callers: dict[str, list[tuple[str, CallSite]]] = defaultdict(list)
-    for qual, resolved in program.calls.items():
-        for call, targets in resolved:
-            for target in targets:
-                if target.kind != "callback" and target.name in program.functions:
-                    callers[target.name].append((qual, call))
-    decorated = resolver.decorated_by()
-    for qual, resolved in program.calls.items():
-        for index, (call, targets) in enumerate(resolved):
-            if targets or len(call.target) != 1:
-                continue
-            owner = _parameter_owner(program, qual, call.target[0])
-            if owner is None:
-                continue
-            info = program.functions[owner].info
-            names = [p.name for p in info.params]
-            bound = 1 if info.cls and names and "staticmethod" not in _decorator_names(info) else 0
-            position = names.index(call.target[0]) - bound
-            found: set[str] = set()
-            for caller, site in callers.get(owner, ()):
-                text = site.kwarg(call.target[0])
-                if text is None and 0 <= position < len(site.args):
-                    text = site.args[position]
-                segs = tuple(text.split(".")) if text else ()
-                if segs and all(part.isidentifier() for part in segs):
-                    found.update(resolver.value_ref_targets(program.functions[caller], segs))
-            via = "argument" if owner == qual else "closure"
-            targets = tuple(Target(name, "call", via) for name in sorted(found))
-            if position == 0 and owner in decorated:
-                targets += tuple(Target(name, "call", "decorated") for name in decorated[owner])
-            if targets:
-                resolved[index] = Resolved(call, targets)
-
-
-def _parameter_owner(program: Program, qual: str, name: str) -> str | None:
-    """The function (`qual` or one enclosing it) whose parameter `name` is, if any."""
-    scope = qual
-    while True:
-        record = program.functions.get(scope)
-        if record is not None and any(p.name == name for p in record.info.params):
-            return scope
-        if ".<locals>." not in scope:
-            return None
-        scope = scope.rsplit(".<locals>.", 1)[0]
 
 
 def _through_invokers(program: Program, resolver: Resolver) -> None:
@@ -269,26 +220,45 @@ def _through_invokers(program: Program, resolver: Resolver) -> None:
 
 
 # Methods Python runs without a call in the source, by where the instance is used.
-_WITH = ("__enter__", "__exit__")
+_WITH = ("__enter__",)  # `__exit__` is a call of its own at the end of the `with`
 _FOR = ("__iter__", "__next__")
 
 
 def _implicit_dunders(program: Program, resolver: Resolver) -> None:
-    """`with C():` runs `__enter__`/`__exit__`, `for x in C():` runs `__iter__`/`__next__`, and
-    constructing a dataclass runs `__post_init__`: call edges `via: implicit` on the call
-    that makes the instance."""
+    """`with C():` runs `__enter__` (its `__exit__` is the statement's own exit call),
+    `for x in C():` runs `__iter__`/`__next__`, and constructing a dataclass runs
+    `__post_init__`: call edges `via: implicit` on the call that makes the instance.
+    `next(g)` runs the generator's body there: `via: advanced`, and the call that made `g`
+    in the same function is `via: suspended` (its body does not run there)."""
     for qual, resolved in program.calls.items():
         record = program.functions[qual]
         header: dict[int, tuple[str, ...]] = {}
+        made: set[int] = set()  # `g = gen()`: the calls that make a stored value
         for stmt in walk_statements(record.info.body):
             if stmt.kind == "with" or (stmt.kind == "loop" and stmt.targets):
                 for call in stmt.calls:
                     header[id(call)] = _WITH if stmt.kind == "with" else _FOR
+            elif _makes_stored_value(stmt):
+                made.add(id(stmt.calls[-1]))
+        advanced = {
+            t.name
+            for call, targets in resolved
+            for t in _advanced(program, resolver, record, call, targets)
+        }
         for index, (call, targets) in enumerate(resolved):
+            if id(call) in made and advanced:
+                # A generator stored here and advanced by `next` in this function runs there.
+                targets = tuple(
+                    t._replace(via="suspended")
+                    if t.name in advanced and suspends(program.functions[t.name].info)
+                    else t
+                    for t in targets
+                )
+                resolved[index] = Resolved(call, targets)
             wanted = header.get(id(call), ())
-            if not any(t.via == "constructor" for t in targets) and not wanted:
+            found = _advanced(program, resolver, record, call, targets)
+            if not any(t.via == "constructor" for t in targets) and not wanted and not found:
                 continue
-            found: list[Target] = []
             for value in resolver.call_results(record, call.target):
                 if value.kind != "instance":
                     continue
@@ -301,13 +271,34 @@ def _implicit_dunders(program: Program, resolver: Resolver) -> None:
                 resolved[index] = Resolved(call, tuple(merged))
 
 
+def _makes_stored_value(stmt: Stmt) -> bool:
+    return (
+        stmt.kind == "assign"
+        and stmt.value[:1] == ("call",)
+        and bool(stmt.calls)
+        and stmt.calls[-1].target == stmt.value[1]
+    )
+
+
+def _advanced(program: Program, resolver: Resolver, record, call, targets) -> list[Target]:
+    """`next(g)`: a generator's body runs here (`via: advanced`), an iterator's `__next__`."""
+    if not any(t.name == BUILTIN_PREFIX + "next" for t in targets):
+        return []
+    first = call.operands[0].ref if call.operands and call.operands[0].keyword is None else None
+    found: list[Target] = []
+    for value in resolver.evaluate(record, first) if first else ():
+        if value.kind == "generator":
+            found.append(Target(value.name, "call", "advanced"))
+        elif value.kind == "instance":
+            method = _method(program, value.name, "__next__")
+            if method is not None:
+                found.append(Target(method, "call", "implicit"))
+    return found
+
+
 def _method(program: Program, cls: str, name: str) -> str | None:
     for owner in program.mro(cls):
         method = program.classes[owner].methods.get(name)
         if method is not None:
             return method
     return None
-
-
-def _decorator_names(info) -> set[str]:
-    return {dec[-1] for dec in info.decorators if dec}

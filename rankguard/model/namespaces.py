@@ -36,10 +36,21 @@ class ModuleNamespaces:
     def _assigned_value(self, fn: FunctionRecord, stmt: Stmt) -> list[Value]:
         raise NotImplementedError  # the resolver evaluates assignments
 
+    def module_stores(self, module: str) -> dict[str, list[tuple[str, Stmt]]]:
+        raise NotImplementedError  # `rankguard.model.stores`
+
+    def stored_items(self, fn: FunctionRecord, stmt: Stmt) -> list[Value]:
+        raise NotImplementedError  # `rankguard.model.stores`
+
+    def elements(self, value: Value) -> list[Value]:
+        raise NotImplementedError  # the resolver knows what iterating a value gives
+
     # -- module namespaces ----------------------------------------------------
     def _module_globals(self, module: str) -> dict[str, list]:
         """name -> binders: ("def", qualname) | ("class", qualname) | ("import", ImportInfo)
-        | ("assign", Stmt) | ("assign_in", (function qualname, Stmt))."""
+        | ("assign", Stmt) | ("assign_in", (function qualname, Stmt))
+        | ("store_in", (function qualname, Stmt)): `name[k] = ...`
+        | ("iterate", Stmt): a module-level `for name in ...`."""
         cached = self._globals.get(module)
         if cached is not None:
             return cached
@@ -62,6 +73,11 @@ class ModuleNamespaces:
                     for target in stmt.targets:
                         if len(target) == 1:
                             table[target[0]].append(("assign", stmt))
+                elif stmt.kind == "loop" and len(stmt.targets) == 1 and len(stmt.targets[0]) == 1:
+                    table[stmt.targets[0][0]].append(("iterate", stmt))
+        # `HANDLERS[k] = f`, at module level or in a function: f is one of its elements.
+        for name, stores in self.module_stores(module).items():
+            table[name].extend(("store_in", store) for store in stores)
         # `global cdb` then `cdb = TorchBackend(...)` inside a function binds the module name.
         for fn in summary.functions:
             if not fn.global_names:
@@ -114,6 +130,13 @@ class ModuleNamespaces:
                     found.extend(self._assigned_value(body, what))
             elif kind == "assign_in":
                 found.extend(self._assigned_value(self.p.functions[what[0]], what[1]))
+            elif kind == "iterate":  # a module-level `for` target: what iterating gives
+                body = self.p.functions[module]
+                found.extend(
+                    v for value in self._assigned_value(body, what) for v in self.elements(value)
+                )
+            elif kind == "store_in":
+                found.extend(self.stored_items(self.p.functions[what[0]], what[1]))
         if not binders:
             sub = f"{module}.{name}"
             if sub in self.p.modules:

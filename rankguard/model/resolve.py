@@ -1,10 +1,11 @@
 """Static name and call resolution over the whole program.
 
-Everything is lazy and memoised: a name is resolved when a call needs it, and an attribute's type
-is learned from every assignment to it in its class (`self.x = Cls(...)`, `self.x = param` with
-an annotation, `self.x = get_group()` with a return annotation) only when first asked for.
-A receiver *declared* as a class (an annotation, or `self`) reaches the overrides of the classes
-it may be (`rankguard.model.hierarchy`); module namespaces live in `rankguard.model.namespaces`.
+Everything is lazy and memoised: a name is resolved when a call needs it, and an attribute's
+values are learned when first asked for (`rankguard.model.stores`). Functions are values: a
+lambda, a function stored in a container or an attribute, a generator made by a call (its body
+runs where it is advanced), a builtin value whose methods are the builtin's. A receiver
+*declared* as a class (an annotation, or `self`) reaches the overrides of the classes it may be
+(`rankguard.model.hierarchy`); module namespaces live in `rankguard.model.namespaces`.
 Nothing here guesses without saying so: what cannot be told stays unresolved, and the heuristics
 (a method name defined by exactly one class; a device submodule chosen at run time) are marked
 `fallback`.
@@ -22,8 +23,18 @@ from rankguard.model.hierarchy import Hierarchy
 from rankguard.model.named import NAMED, forwarded, name_prefix, named_methods
 from rankguard.model.namespaces import ModuleNamespaces, dedupe, of_kind
 from rankguard.model.records import FunctionRecord, Target
+from rankguard.model.stores import Stores, subscript_root
 from rankguard.model.values import BUILTIN_PREFIX, Value, external
-from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT, CallSite, Segs, Stmt, walk_statements
+from rankguard.summary.ir import (
+    CALL,
+    OPAQUE,
+    SUBSCRIPT,
+    CallSite,
+    FunctionInfo,
+    Segs,
+    Stmt,
+    walk_statements,
+)
 
 if TYPE_CHECKING:
     from rankguard.model.program import Program
@@ -47,18 +58,10 @@ DEVICE_MODULE_GETTER = "torch.get_device_module"
 DEVICE_MODULES = tuple(
     Value("external", f"torch.{name}", via="device") for name in ("cuda", "xpu", "npu", "mps")
 )
-_MAX_TYPES = 4
 _IN_PROGRESS = object()
 
 
-def _iterated(stmt: Stmt) -> Segs | None:
-    """The reference a `for` loop iterates, when it is a plain dotted name."""
-    if len(stmt.reads) == 1 and ".".join(stmt.reads[0]) == stmt.text:
-        return stmt.reads[0]
-    return None
-
-
-class Resolver(ModuleNamespaces, Decorators):
+class Resolver(Stores, ModuleNamespaces, Decorators):
     def __init__(self, program: Program) -> None:
         self.p = program
         self._globals: dict[str, dict[str, list]] = {}
@@ -72,6 +75,7 @@ class Resolver(ModuleNamespaces, Decorators):
         self.hierarchy = Hierarchy(program)
         self._decorated: dict[str, tuple[Value, ...]] = {}
         self._decorated_by: dict[str, list[str]] | None = None
+        self._attribute_stores = None
 
     # -- scopes -----------------------------------------------------------------
     def _enclosing(self, fn: FunctionRecord) -> list[str]:
@@ -134,8 +138,11 @@ class Resolver(ModuleNamespaces, Decorators):
             else:  # bound here, type unknown: it still shadows any global of that name
                 table[param.name.lstrip("*")] = ()
         assigned: dict[str, list[Value]] = defaultdict(list)
+        stored: list[tuple[str, Stmt]] = []
         # Assignments, `for` targets and `with ... as` targets bind names.
         for stmt in walk_statements(fn.info.body):
+            if stmt.kind == "assign":
+                stored += [(r, stmt) for r in map(subscript_root, stmt.targets) if r is not None]
             if stmt.kind != "assign" and not (stmt.kind in ("loop", "with") and stmt.targets):
                 continue
             for target in stmt.targets:
@@ -145,17 +152,20 @@ class Resolver(ModuleNamespaces, Decorators):
                 assigned[name].extend(
                     self._assigned_value(fn, stmt) if stmt.kind == "assign" else ()
                 )
-        # `for x in self.items:` where `items: List[T]`: x is a T.
+        # `for x in self.items:` where `items: List[T]`: x is a T; over a generator, what it
+        # yields; over an iterator, what its `__next__` returns.
         for stmt in of_kind(fn.info.body, "loop"):
-            source = _iterated(stmt)
-            if source is None or len(stmt.targets) != 1 or len(stmt.targets[0]) != 1:
+            if not stmt.value or len(stmt.targets) != 1 or len(stmt.targets[0]) != 1:
                 continue
             name = stmt.targets[0][0]
             if name in table:
                 continue
-            for value in self.evaluate(fn, source):
-                if value.kind == "items" and value.bound:
-                    assigned[name].append(Value(value.bound, value.name))
+            for value in self._assigned_value(fn, stmt):
+                assigned[name].extend(self.elements(value))
+        # `table[k] = f` into a local container: f is one of its elements.
+        for name, stmt in stored:
+            if name in assigned and stmt.value[:1] == ("ref",):
+                assigned[name].extend(self.stored_items(fn, stmt))
         for name, values in assigned.items():
             table[name] = dedupe(values)  # empty: a local we cannot type, never the global
         return table
@@ -181,7 +191,9 @@ class Resolver(ModuleNamespaces, Decorators):
                 for segs in shape[1]
                 for v in self.evaluate(fn, segs)
                 if v.kind in ("function", "class", "instance")
-            ]
+            ] + [_builtin_instance(shape[2])]
+        if shape[0] == "const" and shape[1][:1] in ("'", '"'):
+            return [_builtin_instance("str")]
         return []
 
     def _computed_attribute(
@@ -218,10 +230,13 @@ class Resolver(ModuleNamespaces, Decorators):
     # -- evaluation -------------------------------------------------------------
     def evaluate(self, fn: FunctionRecord, segs: Segs) -> tuple[Value, ...]:
         """Every value the reference `segs` may have inside `fn`."""
-        if not segs or segs[0] in (OPAQUE, "<str>"):
+        if not segs or segs[0] == OPAQUE:
             return ()
         head = segs[0]
-        values = self._super(fn) if head == "super()" else self.lookup(fn, head)
+        if head == "<str>":
+            values: tuple[Value, ...] = (_builtin_instance("str"),)
+        else:
+            values = self._super(fn) if head == "super()" else self.lookup(fn, head)
         for seg in segs[1:]:
             if not values:
                 return ()
@@ -231,7 +246,12 @@ class Resolver(ModuleNamespaces, Decorators):
                 items = tuple(
                     Value(v.bound, v.name) for v in values if v.kind == "items" and v.bound
                 )
-                values = tuple(v for v in values if v.kind == "external")
+                # An element of a builtin container is only known through `items`.
+                values = tuple(
+                    v
+                    for v in values
+                    if v.kind == "external" and not v.name.startswith(BUILTIN_PREFIX)
+                )
                 values = items + tuple(external(v.name + "[]") for v in values)
             else:
                 values = dedupe(v for value in values for v in self.attribute(value, seg))
@@ -298,30 +318,53 @@ class Resolver(ModuleNamespaces, Decorators):
     def _class_member(
         self, mro: list[str], attr: str, instance: bool, bound: str
     ) -> tuple[Value, ...]:
+        # An attribute assigned by methods of several classes of the MRO is one attribute of
+        # the instance: what each assigns is kept, down to the first class defining the name.
+        assigned: list[Value] = []
         for cls in mro:
             record = self.p.classes[cls]
             method = record.methods.get(attr)
             if method is not None:
+                if assigned:
+                    break
                 fn = self.p.functions[method]
                 if instance and _is_property(fn):
                     return self.returns(fn)
                 return (Value("function", method, bound=bound),)
             nested = f"{cls}.{attr}"
             if nested in self.p.classes:
+                if assigned:
+                    break
                 return (Value("class", nested),)
-            types = self.attr_types(cls, attr)
-            if types:
-                return types
+            assigned.extend(self.attr_types(cls, attr))
+        if assigned:
+            return dedupe(assigned)
         for cls in mro:
             for base in self.p.classes[cls].external_bases:
                 return (external(f"{base}.{attr}"),)
         return ()
 
+    def elements(self, value: Value) -> list[Value]:
+        """What iterating `value` gives."""
+        if value.kind == "items" and value.bound:
+            return [Value(value.bound, value.name)]
+        if value.kind == "generator":
+            fn = self.p.functions[value.name]
+            held = ("function", "class", "instance")
+            return [v for ref in fn.info.yields for v in self.evaluate(fn, ref) if v.kind in held]
+        if value.kind == "instance":
+            step = self._class_member(self.p.mro(value.name), "__next__", True, value.name)
+            return [v for m in step if m.kind == "function" for v in self._call_result(m)]
+        return []
+
     def _call_result(self, value: Value) -> tuple[Value, ...]:
         if value.kind == "class":
             return (Value("instance", value.name),)
         if value.kind == "function":
-            return self.returns(self.p.functions[value.name])
+            fn = self.p.functions[value.name]
+            if suspends(fn.info):
+                return (Value("generator", value.name), *self.returns(fn))
+            return self.returns(fn)
         if value.name == DEVICE_MODULE_GETTER:
             return DEVICE_MODULES
         if value.kind in ("external", "builtin"):
@@ -355,69 +398,6 @@ class Resolver(ModuleNamespaces, Decorators):
         self._returns[fn.qualname] = result
         return result
 
-    # -- attribute types ----------------------------------------------------------
-    def attr_types(self, cls: str, attr: str) -> tuple[Value, ...]:
-        key = (cls, attr)
-        cached = self._attr_types.get(key)
-        if cached is _IN_PROGRESS:
-            return ()
-        if cached is not None:
-            return cached  # type: ignore[return-value]
-        self._attr_types[key] = _IN_PROGRESS
-        record = self.p.classes[cls]
-        found: list[Value] = []
-        callables: list[str] = []
-        for name, ann in record.info.attributes:
-            if name != attr:
-                continue
-            holder = self.p.functions.get(record.module)
-            if holder is None:
-                continue
-            if ann and ann[0] == CALL:
-                found.extend(self.call_results(holder, ann[1:]))
-            else:
-                found.extend(self._instances(holder, ann))
-        for name, methods in record.info.tables:
-            if name == attr:
-                callables += [record.methods[m] for m in methods if m in record.methods]
-        for method in record.methods.values():
-            fn = self.p.functions[method]
-            if not fn.info.params:
-                continue
-            me = fn.info.params[0].name
-            for stmt in of_kind(fn.info.body, "assign"):
-                if (me, attr) in stmt.targets:
-                    found.extend(v for v in self._assigned_value(fn, stmt) if v.kind != "function")
-                    for read in stmt.reads:
-                        for value in self.evaluate(fn, read):
-                            if value.kind == "function":
-                                callables.append(value.name)
-                        if len(read) > 1 and read[0] == me:
-                            # `self.run = MethodType(self._MAP[kind], self)`: what the table
-                            # holds, this attribute may hold.
-                            callables.extend(self.held_callables(fn, read))
-        result = dedupe(found)[:_MAX_TYPES]
-        self._attr_types[key] = result
-        self._attr_callables[key] = tuple(sorted(set(callables)))
-        return result
-
-    def held_callables(self, fn: FunctionRecord, segs: Segs) -> tuple[str, ...]:
-        """Functions stored in the attribute `segs` names (a dispatch table), if any."""
-        tail = list(segs)
-        while tail and tail[-1] == SUBSCRIPT:
-            tail.pop()
-        if len(tail) < 2 or CALL in tail:
-            return ()
-        owners = self.evaluate(fn, tuple(tail[:-1]))
-        out: list[str] = []
-        for owner in owners:
-            if owner.kind != "instance":
-                continue
-            for cls in self.p.mro(owner.name):
-                self.attr_types(cls, tail[-1])
-                out.extend(self._attr_callables.get((cls, tail[-1]), ()))
-        return tuple(sorted(set(out)))
-
     # -- calls ------------------------------------------------------------------
     def call_targets(self, fn: FunctionRecord, call: CallSite) -> list[Target]:
         kind = "callback" if call.deferred else "call"
@@ -430,6 +410,9 @@ class Resolver(ModuleNamespaces, Decorators):
                 init = self._class_member(self.p.mro(value.name), "__init__", True, value.name)
                 named = [v.name for v in init if v.kind == "function"]
                 targets.append(Target(named[0] if named else value.name, kind, "constructor"))
+                # No `__init__` in the program but an external base's: that one runs.
+                inherited = [v.name for v in init if v.kind == "external" and not named]
+                targets += [Target(name, kind, "constructor") for name in inherited]
             elif value.kind == "instance":
                 call_m = self._class_member(self.p.mro(value.name), "__call__", True, value.name)
                 targets.extend(Target(v.name, kind) for v in call_m if v.kind == "function")
@@ -473,6 +456,20 @@ def _own(fn: FunctionRecord, text: str) -> bool:
     """`text` names the method's own instance (`self`)."""
     params = fn.info.params
     return bool(fn.info.cls and params) and text == params[0].name
+
+
+_CONTEXT_MANAGERS = ("contextmanager", "asynccontextmanager")
+
+
+def suspends(info: FunctionInfo) -> bool:
+    """Calling the function makes a generator and runs nothing (a context manager's generator
+    is run by its decorator)."""
+    return info.is_generator and not any(d and d[-1] in _CONTEXT_MANAGERS for d in info.decorators)
+
+
+def _builtin_instance(kind: str) -> Value:
+    """A value of a builtin type (`{}`, `[]`, `"..."`): its methods are the builtin's."""
+    return external(f"{BUILTIN_PREFIX}{kind}()")
 
 
 def _decorated(fn: FunctionRecord, name: str) -> bool:

@@ -8,7 +8,10 @@ BUILTIN_PREFIX = "<builtin>."
 
 
 class Value(NamedTuple):
-    """kind: module | class | function | instance | external | builtin | items.
+    """kind: module | class | function | instance | external | builtin | items | generator.
+
+    `generator` is what calling a generator function gives (`name` is the function): its body
+    runs where it is advanced (`next(g)`, `for x in g`), and iterating it gives what it yields.
 
     `items` is a container annotated with one element type (`List[T]`): `name` is the
     element's name and `bound` the element's kind, so iterating or subscripting it yields

@@ -265,7 +265,8 @@ def _finding(rule: str, item: DivergentCall) -> Finding:
         guard.kind
     ]
     primitive = item.primitives[0].callee if item.primitives else item.callee
-    group = f"group `{item.group}`" if item.group else "a group we cannot name"
+    named = ", ".join(f"`{g}`" for g in item.groups)
+    group = f"group{'s' * (len(item.groups) > 1)} {named}" if named else "a group we cannot name"
     message = (
         f"`{item.call.text}()` enters `{primitive}` over {group} {what} `{guard.stmt.text}` "
         f"(line {guard.stmt.line}), which varies with {item.why}: `{source.text}` "

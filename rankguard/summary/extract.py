@@ -14,6 +14,15 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from rankguard.summary.conditions import condition, with_items
+from rankguard.summary.definitions import (
+    all_names,
+    class_body_names,
+    exits_of,
+    is_generator,
+    method_tables,
+    params_of,
+    yielded,
+)
 from rankguard.summary.ir import (
     OPAQUE,
     CallSite,
@@ -21,20 +30,24 @@ from rankguard.summary.ir import (
     FileSummary,
     FunctionInfo,
     ImportInfo,
-    Param,
     Segs,
     Stmt,
 )
 from rankguard.summary.reads import (
     Reads,
-    default_text,
-    is_literal,
+    is_value_ref,
     scan,
     target_refs,
     truths,
     value_shape,
 )
-from rankguard.summary.references import annotation_ref, element_ref, reference, short_text
+from rankguard.summary.references import (
+    LAMBDA_NAME,
+    annotation_ref,
+    element_ref,
+    reference,
+    short_text,
+)
 
 MODULE_QUALNAME = ""  # the pseudo-function that holds module-level code
 _SUPPRESS = re.compile(r"#\s*rankguard:\s*ignore(?:\[([^\]]*)\])?\s*(.*)$")
@@ -52,18 +65,6 @@ def register_extractor(name: str) -> Callable[[Extractor], Extractor]:
     return wrap
 
 
-def _is_generator(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """A `yield` in the function's own body (not in a nested function, lambda or class)."""
-    todo: list[ast.AST] = list(node.body)
-    while todo:
-        item = todo.pop()
-        if isinstance(item, (ast.Yield, ast.YieldFrom)):
-            return True
-        if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            todo.extend(ast.iter_child_nodes(item))
-    return False
-
-
 class _Builder:
     """Walks statements once, building IR for every function and the module body."""
 
@@ -71,6 +72,11 @@ class _Builder:
         self.summary = FileSummary()
         self._value_refs: list[list[tuple[Segs, int]]] = []
         self._global_names: list[set[str]] = []
+        # Where a lambda met now is defined (the local scope around the statement being read),
+        # and how many lambdas each scope has had: PyCG's `<lambda1>`, `<lambda2>`, ...
+        self._lambda_scope = ""
+        self._lambda_counts: dict[str, int] = {}
+        self._class_names: list[set[str]] = []  # names each enclosing class body binds
 
     # -- definitions -------------------------------------------------------
     def module(self, tree: ast.Module) -> None:
@@ -82,26 +88,40 @@ class _Builder:
             FunctionInfo(MODULE_QUALNAME, "<module>", 1, end, None, (), None, (), body, tuple(refs))
         )
 
+    def lambda_(self, node: ast.Lambda) -> None:
+        """A lambda is a function of its own, `<lambdaN>` in the scope that holds it: its
+        body runs where the lambda is called, and the name lets it be stored, passed and
+        called like any function."""
+        scope = self._lambda_scope
+        count = self._lambda_counts.get(scope, 0) + 1
+        self._lambda_counts[scope] = count
+        name = f"<lambda{count}>"
+        setattr(node, LAMBDA_NAME, name)
+        qualname = f"{scope}.{name}" if scope else name
+        self._lambda_scope = f"{qualname}.<locals>"
+        self._value_refs.append([])
+        r = self._expr(node.body)
+        refs = self._value_refs.pop()
+        self._lambda_scope = scope
+        body = Stmt(
+            "return",
+            node.lineno,
+            tuple(r.calls),
+            reads=tuple(r.reads),
+            value=value_shape(node.body),
+            existence=tuple(r.existence),
+            tree=condition(node.body, reference),
+        )
+        end = node.end_lineno or node.lineno
+        info = FunctionInfo(
+            qualname, name, node.lineno, end, None, params_of(node.args), None, (), (body,)
+        )
+        info.value_refs = tuple(refs)
+        self.summary.functions.append(info)
+
     def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: str, cls: str | None):
         qualname = f"{scope}.{node.name}" if scope else node.name
-        params: list[Param] = []
-        a = node.args
-        positional = [*a.posonlyargs, *a.args]
-        defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
-
-        def param(arg: ast.arg, default: ast.expr | None) -> Param:
-            ann = arg.annotation
-            literal = (default.value,) if is_literal(default) else ()  # type: ignore[union-attr]
-            return Param(
-                arg.arg, annotation_ref(ann), default_text(default), element_ref(ann), literal
-            )
-
-        params += [param(arg, default) for arg, default in zip(positional, defaults, strict=True)]
-        if a.vararg:
-            params.append(Param("*" + a.vararg.arg))
-        params += [param(arg, dflt) for arg, dflt in zip(a.kwonlyargs, a.kw_defaults, strict=True)]
-        if a.kwarg:
-            params.append(Param("**" + a.kwarg.arg))
+        params = params_of(node.args)
         decorators = tuple(
             reference(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list
         )
@@ -118,7 +138,7 @@ class _Builder:
                 node.lineno,
                 node.end_lineno or node.lineno,
                 cls,
-                tuple(params),
+                params,
                 annotation_ref(node.returns),
                 decorators,
                 body,
@@ -126,7 +146,8 @@ class _Builder:
                 isinstance(node, ast.AsyncFunctionDef),
                 global_names,
                 tuple(isinstance(d, ast.Call) for d in node.decorator_list),
-                _is_generator(node),
+                is_generator(node),
+                yielded(node),
             )
         )
 
@@ -143,14 +164,12 @@ class _Builder:
                 for target in stmt.targets:
                     if isinstance(target, ast.Name):
                         attributes.append((target.id, ("()", *reference(stmt.value.func))))
-        tables = _method_tables(node)
-        for stmt in node.body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.function(stmt, qualname, qualname)
-            elif isinstance(stmt, ast.ClassDef):
-                class_level.extend(self.klass(stmt, qualname))
-            else:
-                class_level.extend(self.block([stmt], scope=qualname, cls=qualname))
+        tables = method_tables(node)
+        self._class_names.append(class_body_names(node))
+        # Methods, nested classes and class-level statements alike: their definitions (and
+        # decorators applied) run at import time, with the module's code.
+        class_level.extend(self.block(node.body, scope=qualname, cls=qualname))
+        self._class_names.pop()
         self.summary.classes.append(
             ClassInfo(
                 qualname,
@@ -174,10 +193,11 @@ class _Builder:
             made = self.statement(node, scope, cls)
             if made is not None:
                 out.extend(made) if isinstance(made, list) else out.append(made)
+        self._lambda_scope = _local_scope(scope, cls)  # a nested definition may have moved it
         return tuple(out)
 
     def _expr(self, node: ast.AST | None) -> Reads:
-        reads = scan(node)
+        reads = scan(node, self.lambda_)
         self._value_refs[-1].extend(reads.value_refs)
         return reads
 
@@ -191,13 +211,14 @@ class _Builder:
 
     def statement(self, node: ast.stmt, scope: str, cls: str | None) -> Stmt | list[Stmt] | None:
         line = node.lineno
+        self._lambda_scope = _local_scope(scope, cls)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            self._expr_decorators(node.decorator_list)
+            applied = self.decorators_applied(node, cls)
             self.function(node, scope, cls)
-            return None
+            return applied
         if isinstance(node, ast.ClassDef):
-            self._expr_decorators(node.decorator_list)
-            return self.klass(node, scope)
+            applied = self.decorators_applied(node, cls)
+            return [*self.klass(node, scope), *([applied] if applied else [])]
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             self.imports(node, scope)
             return None
@@ -272,6 +293,7 @@ class _Builder:
                 text=short_text(node.iter),
                 targets=tuple(target_refs(node.target)),
                 reads=tuple(r.reads),
+                value=value_shape(node.iter),
                 truths=truths(node.iter) if isinstance(node.iter, ast.Attribute | ast.Name) else (),
             )
         if isinstance(node, (ast.With, ast.AsyncWith)):
@@ -291,6 +313,7 @@ class _Builder:
                 targets=tuple(targets),
                 reads=tuple(r.reads),
                 items=with_items(node, reference),
+                exits=exits_of(node),
             )
         if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
             handlers = []
@@ -327,9 +350,28 @@ class _Builder:
             return Stmt("expr", line, tuple(r.calls), reads=tuple(r.reads), cond=test)
         return Stmt("pass", line)
 
-    def _expr_decorators(self, decorators: list[ast.expr]) -> None:
-        for dec in decorators:
-            self._expr(dec)
+    def decorators_applied(
+        self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, cls: str | None
+    ) -> Stmt | None:
+        """`@a @b(x) def f` evaluates `a`, then `b(x)`, then calls `b(x)(f)` and `a(...)`
+        where `f` is defined: the decorators' own calls, then one call per decorator applied,
+        innermost first, at its `@`. A decorator named by the class body around it
+        (`@size.setter`) is a class-body name the model does not scope: its application is
+        left out rather than looked up outside the class."""
+        calls: list[CallSite] = []
+        reads: list[Segs] = []
+        for dec in node.decorator_list:
+            r = self._expr(dec)
+            calls += r.calls
+            reads += r.reads
+        local = self._class_names[-1] if cls is not None and self._class_names else set()
+        for dec in reversed(node.decorator_list):
+            target = reference(dec)
+            if OPAQUE not in target and "<str>" not in target and target[0] not in local:
+                calls.append(CallSite(target, dec.lineno, max(dec.col_offset - 1, 0)))
+        if not calls:
+            return None
+        return Stmt("expr", node.decorator_list[0].lineno, tuple(calls), reads=tuple(reads))
 
     def assignment(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> Stmt | list[Stmt]:
         value = node.value
@@ -360,7 +402,7 @@ class _Builder:
                 shape = (*shape, ann)
             elif element_ref(node.annotation) is not None:
                 shape = ("items", element_ref(node.annotation))
-        if shape[0] == "ref" and isinstance(value, (ast.Name, ast.Attribute)):
+        if shape[0] == "ref" and value is not None and is_value_ref(value):
             self._value_refs[-1].append((shape[1], node.lineno))
         reads = list(r.reads)
         if isinstance(node, ast.AugAssign):
@@ -397,6 +439,13 @@ class _Builder:
                 )
 
 
+def _local_scope(scope: str, cls: str | None) -> str:
+    """The local scope code at `scope` runs in: a class body's is the one around the class."""
+    if cls is None:
+        return scope
+    return scope.rsplit(".<locals>.", 1)[0] + ".<locals>" if ".<locals>." in scope else ""
+
+
 def _unpacked_pairs(node: ast.stmt) -> list[tuple[ast.expr, ast.expr]]:
     """(target, value) pairs of `a, b = x, y` (same length, no starred element), else []."""
     if not isinstance(node, ast.Assign) or len(node.targets) != 1:
@@ -410,38 +459,6 @@ def _unpacked_pairs(node: ast.stmt) -> list[tuple[ast.expr, ast.expr]]:
     if len(target.elts) != len(value.elts) or any(isinstance(e, ast.Starred) for e in elements):
         return []
     return list(zip(target.elts, value.elts, strict=True))
-
-
-def _method_tables(node: ast.ClassDef) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """Class attributes that are containers of the class's own methods (a dispatch table)."""
-    methods = {s.name for s in node.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    tables = []
-    for stmt in node.body:
-        if not isinstance(stmt, ast.Assign) or not isinstance(
-            stmt.value, (ast.Dict, ast.List, ast.Tuple, ast.Set)
-        ):
-            continue
-        held = sorted(
-            {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name) and n.id in methods}
-        )
-        if held:
-            tables += [(t.id, tuple(held)) for t in stmt.targets if isinstance(t, ast.Name)]
-    return tuple(tables)
-
-
-def _all_names(tree: ast.Module) -> tuple[str, ...] | None:
-    for node in tree.body:
-        if (
-            isinstance(node, ast.Assign)
-            and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)
-            and isinstance(node.value, (ast.List, ast.Tuple))
-        ):
-            return tuple(
-                e.value
-                for e in node.value.elts
-                if isinstance(e, ast.Constant) and isinstance(e.value, str)
-            )
-    return None
 
 
 def suppressions(source: str) -> dict[int, tuple[tuple[str, ...], str]]:
@@ -464,7 +481,7 @@ def summarize(source: str, tree: ast.Module) -> FileSummary:
     builder = _Builder()
     builder.module(tree)
     summary = builder.summary
-    summary.all_names = _all_names(tree)
+    summary.all_names = all_names(tree)
     summary.suppressions = suppressions(source)
     summary.lines = source.count("\n") + 1
     for name, extractor in sorted(EXTRACTORS.items()):

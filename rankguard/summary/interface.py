@@ -4,7 +4,8 @@ Name and call resolution (`model.resolve`) reads other modules through their nam
 classes (bases, decorators, attributes, method tables), function signatures, module-level
 statements, and, for the few functions whose bodies shape what others see, their bindings:
 a function without a return annotation that returns a call's result (return inference), a
-method assigning `self.attr` (attribute types), a function rebinding a `global`. Everything
+method assigning `self.attr` (attribute types), a function storing a reference into an
+attribute or a container (`obj.cb = f`, `TABLE[k] = f`), a function rebinding a `global`. Everything
 else in a body (calls, branches, line numbers) only matters to the module's own resolution.
 
 So a body edit that leaves this digest unchanged cannot change how any *other* module
@@ -33,6 +34,10 @@ def _shapes_others(fn: FunctionInfo) -> bool:
         if stmt.kind == "return" and not fn.returns and stmt.value[:1] == ("call",):
             return True
         if me and stmt.kind == "assign" and any(len(t) > 1 and t[0] == me for t in stmt.targets):
+            return True
+        # `obj.cb = f`, `TABLE[k] = f`: the stored function is what others' calls reach.
+        stores_ref = stmt.kind == "assign" and stmt.value[:1] == ("ref",)
+        if stores_ref and any(len(t) > 1 for t in stmt.targets):
             return True
     return False
 

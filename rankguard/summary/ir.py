@@ -91,7 +91,9 @@ class Stmt:
     text: str = ""  # condition or with-items, shortened
     targets: tuple[Segs, ...] = ()  # assigned names / attributes (assign, for, with-as)
     reads: tuple[Segs, ...] = ()  # references read by the value or test
-    # ("call", segs) | ("ref", segs) | ("const", text) | ("literal", (segs, ...)) | ("other",)
+    # ("call", segs) | ("ref", segs) | ("const", text) | ("other",)
+    # | ("literal", (segs, ...), type): a dict/list/set/tuple/str display, the references it holds
+    # Loops keep what they iterate here.
     value: tuple[Any, ...] = ()
     infinite: bool = False  # `while True`
     # References the value or test only compares with None (`x is None`, `x is not None`):
@@ -104,6 +106,9 @@ class Stmt:
     # An `assert` is an "expr" statement whose `cond` is set.
     cond: tuple[Any, ...] = ()
     items: tuple[tuple[Any, ...], ...] = ()  # with: each item's expression, as a tree
+    # with: the `__exit__` calls made when the body is left, innermost item first, at the end
+    # of the statement (for each item that makes its context manager with a call).
+    exits: tuple[CallSite, ...] = ()
     tree: tuple[Any, ...] = ()  # assign / return: the value as a tree (`summary.conditions`)
 
 
@@ -133,6 +138,16 @@ class FunctionInfo:
     # Per decorator: written as a call (`@factory(arg)`, the decorator is what it returns).
     decorator_called: tuple[bool, ...] = ()
     is_generator: bool = False  # has `yield`: calling it runs nothing until it is advanced
+    yields: tuple[Segs, ...] = ()  # plain references it yields (`yield handler`)
+
+    def decorated(self, name: str) -> bool:
+        """Whether a decorator's last segment is `name` (`@staticmethod`, `@functools.cache`)."""
+        return any(d and d[-1] == name for d in self.decorators)
+
+    @property
+    def takes_self(self) -> bool:
+        """A method whose first parameter is the instance or its class (not a staticmethod)."""
+        return bool(self.cls) and not self.decorated("staticmethod")
 
 
 @dataclass(slots=True)
@@ -172,11 +187,13 @@ class FileSummary:
 
 
 def walk_calls(body: tuple[Stmt, ...]) -> Iterator[CallSite]:
-    """Every call in a statement list, in program order, headers before bodies."""
+    """Every call in a statement list, in program order: headers, bodies, then the exits of
+    a `with`."""
     for stmt in body:
         yield from stmt.calls
         for block in stmt.blocks:
             yield from walk_calls(block)
+        yield from stmt.exits
 
 
 def walk_statements(body: tuple[Stmt, ...]) -> Iterator[Stmt]:

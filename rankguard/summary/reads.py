@@ -7,11 +7,21 @@ statements, so one expression is scanned once whatever statement holds it.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT, CallSite, Operand, Segs
-from rankguard.summary.references import is_super, reference, short_text
+from rankguard.summary.references import LAMBDA_NAME, is_super, reference, short_text
+
+# What the builder does with a lambda it meets: make it a function and name the node.
+OnLambda = Callable[[ast.Lambda], None]
+
+
+def is_value_ref(node: ast.AST) -> bool:
+    """A plain reference to a value: a name, an attribute chain, or a lambda made a function."""
+    return isinstance(node, (ast.Name, ast.Attribute)) or (
+        isinstance(node, ast.Lambda) and hasattr(node, LAMBDA_NAME)
+    )
 
 
 def is_literal(node: ast.AST | None) -> bool:
@@ -23,7 +33,8 @@ def is_literal(node: ast.AST | None) -> bool:
 class Reads(ast.NodeVisitor):
     """Collects, in evaluation order, the calls and maximal references of an expression."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_lambda: OnLambda | None = None) -> None:
+        self.on_lambda = on_lambda
         self.calls: list[CallSite] = []
         self.reads: list[Segs] = []
         self.value_refs: list[tuple[Segs, int]] = []
@@ -82,7 +93,7 @@ class Reads(ast.NodeVisitor):
         inner = range(calls, len(self.calls))
         direct = [i for i in inner if not any(self._spans[j][2] <= i < j for j in inner)]
         owned = [range(self._spans[i][0], self._spans[i][1]) for i in direct]
-        ref = reference(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        ref = reference(node) if is_value_ref(node) else None
         const = repr(node.value) if isinstance(node, ast.Constant) else None
         return Operand(
             keyword,
@@ -108,17 +119,24 @@ class Reads(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _value(self, node: ast.AST) -> None:
-        """An argument or element: a bare reference here may be a callback."""
-        if isinstance(node, (ast.Name, ast.Attribute)):
+        """An argument or element: a bare reference (or a lambda) here may be a callback."""
+        if isinstance(node, ast.Starred):
+            self._value(node.value)
+            return
+        if isinstance(node, ast.Lambda):
+            self.visit(node)  # first, so the lambda is named before it is referenced
+        if is_value_ref(node):
             ref = reference(node)
             if OPAQUE not in ref:
                 self.value_refs.append((ref, node.lineno))
-        elif isinstance(node, ast.Starred):
-            self._value(node.value)
-            return
-        self.visit(node)
+        if not isinstance(node, ast.Lambda):
+            self.visit(node)
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
+        # The lambda is a function of its own (the builder makes it one); its calls are also
+        # kept here, deferred: they run later, wherever the lambda is called.
+        if self.on_lambda is not None and not hasattr(node, LAMBDA_NAME):
+            self.on_lambda(node)
         self._deferred += 1
         self.visit(node.body)
         self._deferred -= 1
@@ -168,8 +186,8 @@ def truths(node: ast.AST | None) -> tuple[Segs, ...]:
     return ()
 
 
-def scan(node: ast.AST | None) -> Reads:
-    reads = Reads()
+def scan(node: ast.AST | None, on_lambda: OnLambda | None = None) -> Reads:
+    reads = Reads(on_lambda)
     if node is not None:
         reads.visit(node)
     return reads
@@ -184,14 +202,27 @@ def value_shape(node: ast.AST | None) -> tuple[Any, ...]:
         return ("call", reference(node.func))
     if isinstance(node, ast.Await):
         return value_shape(node.value)
-    if isinstance(node, (ast.Name, ast.Attribute)):
+    if node is not None and is_value_ref(node):
         return ("ref", reference(node))
     if isinstance(node, ast.Constant):
         return ("const", short_text(node))
-    elements = literal_elements(node)
-    if elements:
-        return ("literal", elements)
+    kind = _CONTAINERS.get(type(node))
+    if kind is not None:
+        return ("literal", literal_elements(node), kind)
     return ("other",)
+
+
+# Expressions that make a builtin value, by the builtin's type name.
+_CONTAINERS: dict[type, str] = {
+    ast.Dict: "dict",
+    ast.DictComp: "dict",
+    ast.List: "list",
+    ast.ListComp: "list",
+    ast.Set: "set",
+    ast.SetComp: "set",
+    ast.Tuple: "tuple",
+    ast.JoinedStr: "str",
+}
 
 
 def literal_elements(node: ast.AST | None) -> tuple[Segs, ...]:

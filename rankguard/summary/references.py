@@ -11,6 +11,9 @@ import ast
 from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT, Segs
 
 _TEXT_LIMIT = 80
+# The attribute the summary builder sets on a lambda node it has made a function of: the name
+# (`<lambda1>`) under which the lambda is referenced in its scope.
+LAMBDA_NAME = "rankguard_lambda"
 
 
 def reference(node: ast.AST) -> Segs:
@@ -34,6 +37,9 @@ def reference(node: ast.AST) -> Segs:
             node = node.value
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             out.append("<str>")
+            break
+        elif isinstance(node, ast.Lambda) and hasattr(node, LAMBDA_NAME):
+            out.append(getattr(node, LAMBDA_NAME))
             break
         else:
             out.append(OPAQUE)

@@ -423,3 +423,54 @@ def test_zeros_shaped_by_a_varying_count_hold_uniform_values(program_of) -> None
         "                dist.barrier()  # varies: assigned from this rank's id\n"
     )
     assert lines(run(program_of, code)) == [11]
+
+
+def test_group_named_through_a_local_bound_to_group_handles(program_of) -> None:
+    # `for group in (attn_cp, attn_tp)`: the collective runs over each of two named groups. The
+    # pipeline rank is the same on every rank of both; the attention-TP rank is not.
+    code = (
+        "class S:\n"
+        "    def __init__(self, pp_rank, attn_tp_rank, attn_cp_group, attn_tp_group):\n"
+        "        self.pp_rank = pp_rank\n"
+        "        self.attn_tp_rank = attn_tp_rank\n"
+        "        self.attn_cp_group = attn_cp_group\n"
+        "        self.attn_tp_group = attn_tp_group\n\n"
+        "    def reduce(self, t):\n"
+        "        for group in (self.attn_cp_group, self.attn_tp_group):\n"
+        "            dist.all_reduce(t, group=group)\n\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            if self.pp_rank == 0:\n"
+        "                self.reduce(self.t)\n"
+        "            if self.attn_tp_rank == 0:\n"
+        "                self.reduce(self.t)  # varies over attn_tp\n"
+    )
+    found = run(program_of, code)
+    assert lines(found) == [17]
+    assert found[0].groups == ("attn_cp", "attn_tp")
+
+
+def test_free_memory_gate_before_a_try_whose_handler_returns(program_of) -> None:
+    # The ranks that stay go on through a rebuild whose failure returns (a handler: one
+    # alternative, not a step every path takes) into a collective; the rank short of memory
+    # has already returned.
+    code = MEMORY + (
+        "class S:\n"
+        "    def switch(self, need):\n"
+        "        free = available_memory(self.device)\n"
+        "        if free < need:\n"
+        "            return False\n"
+        "        try:\n"
+        "            self.rebuild()\n"
+        "        except Exception:\n"
+        "            return False\n"
+        "        dist.barrier()\n"
+        "        return True\n\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            self.switch(4)\n"
+    )
+    found = run(program_of, code)
+    base = MEMORY.count("\n")
+    assert lines(found) == [base + 10]
+    assert found[0].guard.stmt.line - OFFSET == base + 4

@@ -119,7 +119,9 @@ class CallEvaluator:
             if target.kind == "callback":
                 continue
             name = target.name
-            if name in self.p.functions:
+            # A function without arithmetic facts (a lambda: the `arith` fact reads it where
+            # it is written) is evaluated through the value it was bound to, below.
+            if name in self.p.functions and self.fn_facts(name) is not None:
                 resolved_in_program = True
                 if target.via == "constructor":
                     self.invoke(frame, name, args, kwargs, 1, frame_line=line, bound=True)
@@ -217,8 +219,7 @@ class CallEvaluator:
             return EMPTY
         record = self.p.functions[callee]
         info = record.info
-        static = any(d and d[-1] == "staticmethod" for d in info.decorators)
-        skip = 1 if info.cls and not static and (bound or extra_skip) else 0
+        skip = 1 if info.takes_self and (bound or extra_skip) else 0
         params = [p for p in facts.params[skip:]]
         mapping: dict[str, Val] = {}
         for index, val in enumerate(args):

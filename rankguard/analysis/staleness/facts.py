@@ -95,8 +95,7 @@ class Frame:
         self.consts = consts
         self.is_module = record.is_module_body
         info = record.info
-        static = any(d and d[-1] == "staticmethod" for d in info.decorators)
-        self.me = facts.params[0] if info.cls and facts.params and not static else None
+        self.me = facts.params[0] if info.takes_self and facts.params else None
         self.params = {p.lstrip("*"): i for i, p in enumerate(facts.params)}
         self.bindings: dict[str, list[tuple[Any, tuple[Any, ...]]]] = defaultdict(list)
         items: list[tuple[str, Any, tuple[Any, ...]]] = []

@@ -22,31 +22,22 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from functools import cached_property
+from typing import cast
 
 from rankguard.analysis.collectives import CollectiveReach, CollectiveSite, Event
 from rankguard.analysis.reach import edge_of, followed
 from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.core.chains import Hop
+from rankguard.model.binding import bind
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
-from rankguard.summary.ir import CallSite, Stmt, walk_calls, walk_statements
+from rankguard.summary.conditions import Cond
+from rankguard.summary.ir import CallSite, Segs, Stmt, walk_calls, walk_statements
 
 Reached = list[tuple[CollectiveSite, list[Hop]]]
+Groups = tuple[str, ...]  # the dimensions of a call's groups, sorted; () when one is unknown
 _FALSE = frozenset({"False", "None", "0", "0.0", "''", '""'})
 _LITERALS = _FALSE | {"True"}
-
-
-def bound(callee: FunctionRecord, call: CallSite) -> bool:
-    """Whether the callee's first parameter is filled by the receiver (`obj.m(...)`, `Cls()`)."""
-    info = callee.info
-    if not info.cls:
-        return False
-    decorators = {d[-1] for d in info.decorators if d}
-    if "staticmethod" in decorators:
-        return False
-    if "classmethod" in decorators or info.name == "__init__":
-        return True  # `Cls(...)` fills `self` too
-    return len(call.target) >= 2
 
 
 class CollectiveCalls:
@@ -59,6 +50,10 @@ class CollectiveCalls:
         self._entered: dict[int, Reached] = {}
         self._pruned: dict[tuple[str, frozenset[tuple[str, str]]], Reached] = {}
         self._once: dict[str, bool] = {}
+        self._groups: dict[int, Groups] = {}
+        self._tested_params: dict[str, frozenset[str]] = {}
+        self._bindings: dict[str, dict[str, list[Segs]]] = {}
+        self._tokens: dict[int, tuple[str, ...]] = {}
 
     # -- what a call enters -------------------------------------------------------------
     def entered(self, record: FunctionRecord, call: CallSite) -> Reached:
@@ -93,41 +88,39 @@ class CollectiveCalls:
 
     def constants(self, callee: FunctionRecord, call: CallSite) -> dict[str, str]:
         """Literal values the call gives the callee's parameters its own `if`s test."""
-        tested = _tested_params(callee.info.body)
+        tested = self._tested(callee)
         if not tested:
             return {}
-        params = [p.name for p in callee.info.params]
-        offset = 1 if bound(callee, call) else 0
-        passed: dict[str, str | None] = {}
-        for index, operand in enumerate(o for o in call.operands if o.keyword is None):
-            if index + offset < len(params):
-                passed[params[index + offset]] = operand.const
-        starred = any(o.keyword in ("*", "**") for o in call.operands)
-        for operand in call.operands:
-            if operand.keyword in params:
-                passed[operand.keyword] = operand.const
+        binding = bind(callee, call)
         out: dict[str, str] = {}
         for param in callee.info.params:
             if param.name not in tested:
                 continue
-            if param.name in passed:
-                value = passed[param.name]
-            elif not starred:
-                value = param.default
+            if param.name in binding.passed:
+                value = binding.passed[param.name].const
             else:
-                value = None
+                value = param.default if binding.complete else None
             if value in _LITERALS:
                 out[param.name] = value
         return out
 
+    def _tested(self, callee: FunctionRecord) -> frozenset[str]:
+        name = callee.qualname
+        if name not in self._tested_params:
+            self._tested_params[name] = _tested_params(callee.info.body)
+        return self._tested_params[name]
+
     # -- tokens ---------------------------------------------------------------------------
     def tokens(self, record: FunctionRecord, call: CallSite) -> tuple[str, ...]:
         """What a call contributes to a path's collective sequence."""
-        out: list[str] = []
-        for site, chain in self.entered(record, call):
-            once = next((h.function for h in chain[1:] if self.at_most_once(h.function)), None)
-            out.append(f"once:{once}" if once else site.callee)
-        return tuple(dict.fromkeys(out))
+        key = id(call)
+        if key not in self._tokens:
+            out: list[str] = []
+            for site, chain in self.entered(record, call):
+                once = next((h.function for h in chain[1:] if self.at_most_once(h.function)), None)
+                out.append(f"once:{once}" if once else site.callee)
+            self._tokens[key] = tuple(dict.fromkeys(out))
+        return self._tokens[key]
 
     def at_most_once(self, name: str) -> bool:
         if name not in self._once:
@@ -144,10 +137,10 @@ class CollectiveCalls:
             stmt
             for stmt in record.info.body
             if stmt.kind == "if"
-            and len(stmt.reads) == 1
-            and len(stmt.reads[0]) == 2
-            and stmt.reads[0][0] == "self"
-            and stmt.text in (f"not self.{stmt.reads[0][1]}", f"self.{stmt.reads[0][1]} is None")
+            and (test := flag_test(stmt.cond)) is not None
+            and len(test[0]) == 2
+            and test[0][0] == "self"
+            and not test[1]
         ]
         if not latches:
             return False
@@ -172,12 +165,19 @@ class CollectiveCalls:
         return True
 
     # -- groups ---------------------------------------------------------------------------
-    def group(self, record: FunctionRecord, call: CallSite) -> str | None:
-        """The dimension of the group the call's collectives run over; None when unknown."""
-        named = self._named_group(call)
-        if named is not None:
-            return named
-        groups: set[str | None] = set()
+    def groups(self, record: FunctionRecord, call: CallSite) -> Groups:
+        """The dimensions of the groups the call's collectives run over, sorted; () when one
+        of them cannot be named."""
+        key = id(call)
+        if key not in self._groups:
+            named = self.named_groups(record, call)
+            self._groups[key] = (
+                tuple(sorted(named)) if named else self._entered_groups(record, call)
+            )
+        return self._groups[key]
+
+    def _entered_groups(self, record: FunctionRecord, call: CallSite) -> Groups:
+        found: set[str] = set()
         for site, _chain in self.entered(record, call):
             holder = self.program.functions.get(site.function)
             primitive = next(
@@ -189,16 +189,64 @@ class CollectiveCalls:
                 ),
                 None,
             )
-            if primitive is None:
-                groups.add(None)
-                continue
-            named = self._named_group(primitive)
-            passes = any(o.keyword == "group" for o in primitive.operands)
-            groups.add(named if named is not None else (None if passes else "world"))
-        return groups.pop() if len(groups) == 1 else None
+            dims = self._primitive_groups(holder, primitive) if holder and primitive else set()
+            if not dims:
+                return ()
+            found |= dims
+        return tuple(sorted(found))
 
-    def _named_group(self, call: CallSite) -> str | None:
-        refs = [call.target[:-1]] + [ref for o in call.operands for ref in o.reads]
+    def _primitive_groups(self, holder: FunctionRecord, primitive: CallSite) -> set[str]:
+        """The groups a primitive names (`named_groups`), else the default group when it passes
+        none. Empty: a group we cannot name."""
+        named = self.named_groups(holder, primitive)
+        if named:
+            return named
+        return {"world"} if primitive.operand("group") is None else set()
+
+    def named_groups(self, holder: FunctionRecord, call: CallSite) -> set[str]:
+        """The groups a call names by its receiver or an argument (`get_tp_group().all_gather`,
+        `group=self.tp_cpu_group`), through the locals they are bound to in `holder`
+        (`tp_group = get_attn_tp_group()`, `for group in (self.cp_group, self.tp_group)`)."""
+        for ref in [call.target[:-1]] + [ref for o in call.operands for ref in o.reads]:
+            found = self._ref_groups(holder, ref)
+            if found:
+                return found
+        return set()
+
+    def _ref_groups(self, holder: FunctionRecord, ref: Segs) -> set[str]:
+        values = self._locals(holder).get(ref[0]) if ref else None
+        if values:  # the local's name says nothing: what it is bound to does
+            found = {self._group_of([(*value, *ref[1:])]) for value in values}
+            if None not in found:
+                return cast(set[str], found)
+        named = self._group_of([ref])
+        return {named} if named is not None else set()
+
+    def _locals(self, holder: FunctionRecord) -> dict[str, list[Segs]]:
+        """Locals bound only to references or calls (assigned, or iterated over a display):
+        each binding's referenced value."""
+        name = holder.qualname
+        if name not in self._bindings:
+            found: dict[str, list[Segs]] = {}
+            unknown: set[str] = set()
+            for stmt in walk_statements(holder.info.body):
+                for target in stmt.targets:
+                    if len(target) != 1 or stmt.kind not in ("assign", "loop"):
+                        continue
+                    if stmt.kind == "loop" and len(stmt.targets) == 1:
+                        found.setdefault(target[0], []).extend(stmt.reads)
+                    elif stmt.kind == "assign" and stmt.value[:1] in (("ref",), ("call",)):
+                        found.setdefault(target[0], []).append(stmt.value[1])
+                    else:
+                        unknown.add(target[0])
+            self._bindings[name] = {k: v for k, v in found.items() if k not in unknown}
+        return self._bindings[name]
+
+    def passes_group(self, record: FunctionRecord, call: CallSite) -> bool:
+        """Whether an argument is a process group we can name (`group=self.tp_group`)."""
+        return any(self._ref_groups(record, ref) for o in call.operands for ref in o.reads)
+
+    def _group_of(self, refs: list[Segs]) -> str | None:
         for ref in refs:
             for segment in ref:
                 found = self.catalog.dimension_of_group(segment)
@@ -233,20 +281,32 @@ def _pairs(events: Iterable[Event]) -> Reached:
     return [(event.site, list(event.chain)) for event in events]
 
 
-def _test_of(stmt: Stmt) -> tuple[str, bool] | None:
-    """(parameter, whether the branch runs when it is truthy) for `p`, `not p`, `p is None`."""
-    if stmt.kind != "if" or len(stmt.reads) != 1 or len(stmt.reads[0]) != 1:
+def flag_test(cond: Cond) -> tuple[Segs, bool, bool] | None:
+    """(reference, whether the branch runs when it holds something, whether the test compares
+    with None) for `r`, `not r`, `r is None`, `r is not None`; None for any other test."""
+    negated = cond[:1] == ("not",)
+    inner = cond[1] if negated else cond
+    if inner[:1] == ("ref",):
+        return inner[1], not negated, False
+    if (
+        negated
+        or inner[:1] != ("cmp",)
+        or len(inner[1]) != 1
+        or inner[1][0] not in ("is", "is not")
+    ):
         return None
-    name = stmt.reads[0][0]
-    forms = {
-        name: True,
-        f"not {name}": False,
-        f"{name} is not None": True,
-        f"{name} is None": False,
-    }
-    if stmt.text not in forms:
+    left, right = inner[2]
+    if left[:1] == ("ref",) and right == ("const", None):
+        return left[1], inner[1][0] == "is not", True
+    return None
+
+
+def _test_of(stmt: Stmt) -> tuple[str, bool, bool] | None:
+    """`flag_test` of an `if` on a bare local name (a parameter)."""
+    test = flag_test(stmt.cond) if stmt.kind == "if" else None
+    if test is None or len(test[0]) != 1:
         return None
-    return name, forms[stmt.text]
+    return test[0][0], test[1], test[2]
 
 
 def _tested_params(body: tuple[Stmt, ...]) -> frozenset[str]:
@@ -270,7 +330,7 @@ def _feasible_calls(body: tuple[Stmt, ...], constants: dict[str, str]) -> Iterat
         blocks = stmt.blocks
         if test is not None and test[0] in constants:
             truthy = constants[test[0]] not in _FALSE
-            if stmt.text.endswith("is None") or stmt.text.endswith("is not None"):
+            if test[2]:  # compared with None
                 truthy = constants[test[0]] != "None"
             blocks = (blocks[0],) if truthy == test[1] else blocks[1:]
         for block in blocks:
@@ -280,12 +340,13 @@ def _feasible_calls(body: tuple[Stmt, ...], constants: dict[str, str]) -> Iterat
 def _returns_once(body: tuple[Stmt, ...]) -> bool:
     """`if self.F: return` first (a docstring aside), and `self.F = True` somewhere in the body."""
     stmts = [s for s in body if not (s.kind == "expr" and not s.calls and not s.reads)]
-    if not stmts or stmts[0].kind != "if" or len(stmts[0].reads) != 1:
+    if not stmts or stmts[0].kind != "if":
         return False
-    flag = stmts[0].reads[0]
     first = stmts[0]
-    if len(flag) != 2 or first.text != ".".join(flag) or not first.blocks[0]:
+    test = flag_test(first.cond)
+    if test is None or len(test[0]) != 2 or not test[1] or test[2] or not first.blocks[0]:
         return False
+    flag = test[0]
     if first.blocks[0][0].kind != "return":
         return False
     return any(

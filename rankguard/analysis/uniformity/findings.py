@@ -24,13 +24,18 @@ class DivergentCall:
     function: FunctionRecord
     call: CallSite
     callee: str
-    group: str | None  # the group's dimension (`tp`, `world`), None when it cannot be named
+    groups: tuple[str, ...]  # the groups' dimensions (`tp`, `world`), () when one is unknown
     guard: Guard
     guards: list[Guard]
     primitives: list[CollectiveSite]
     sources: Sourced
     why: str  # one line: what the nearest varying source is
     reached_by: list[Hop]
+
+    @property
+    def group(self) -> str | None:
+        """The one group's dimension; None when there are several or one cannot be named."""
+        return self.groups[0] if len(self.groups) == 1 else None
 
     def to_json(self) -> dict[str, Any]:
         source, chain = self.sources[0]
@@ -42,6 +47,7 @@ class DivergentCall:
                 "line": self.call.line,
             },
             "group": self.group,
+            "groups": list(self.groups),
             "primitives": [p.to_json() for p in self.primitives],
             "condition": {
                 "text": self.guard.stmt.text,
@@ -75,21 +81,23 @@ def find_divergent_calls(
         for hop in reversed(reached[name]):
             caller = program.functions.get(hop.function)
             outer.extend(tail_after(caller.info.body, hop.line) or () if caller else ())
-        for call, group, guards in GuardWalker(flow, record, tuple(outer)).run():
+        for call, groups, guards in GuardWalker(flow, record, tuple(outer)).run():
             guard = guards[-1]  # the innermost decides last
-            sources = flow.varying(name, guard.stmt, group)
+            sources = flow.varying(name, guard.stmt, groups)
             entered = flow.calls.entered(record, call)
             callee = entered[0][1][1].function if len(entered[0][1]) > 1 else entered[0][0].callee
             source = sources[0][0]
             why = catalog.why(source.kind)
             if source.kind == "rank-id":
                 why += f" in the {source.dimension or 'any'} dimension"
+            elif source.kind == "agreed":
+                why = f"a value agreed only over the {source.dimension} group, not this one"
             out.append(
                 DivergentCall(
                     record,
                     call,
                     callee,
-                    group,
+                    groups,
                     guard,
                     guards,
                     list(dict.fromkeys(site for site, _chain in entered)),

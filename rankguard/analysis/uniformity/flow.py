@@ -19,8 +19,16 @@ import networkx as nx
 
 from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.reach import FOLLOWED
-from rankguard.analysis.uniformity.collectives import CollectiveCalls
-from rankguard.analysis.uniformity.lattice import FunctionFlow, Label, Labels, Node, Source, Step
+from rankguard.analysis.uniformity.collectives import CollectiveCalls, Groups
+from rankguard.analysis.uniformity.lattice import (
+    FunctionFlow,
+    Label,
+    Labels,
+    Node,
+    Source,
+    Step,
+    merge,
+)
 from rankguard.analysis.uniformity.transfer import Walker
 from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.model.program import Program
@@ -54,6 +62,7 @@ class UniformityFlow:
         for name in _callees_first(program):
             self.flows[name] = Walker(self, program.functions[name]).run()
         self.sources = self._solve()
+        self.seeded = self._seeded()
 
     def ret_params(self, function: str) -> dict[str, tuple[Step, ...]]:
         """Parameters of `function` whose value reaches its return (known once it was walked;
@@ -79,8 +88,10 @@ class UniformityFlow:
                 queue.append((node, source, steps))
         while queue:
             node, source, chain = queue.popleft()
-            if node[0] == "arrivals" and source.kind != "inbox":
-                continue  # a size changes with how many messages arrive, not with their values
+            if node[0] == "arrivals" and source.kind not in ("inbox", "agreed"):
+                # A size changes with how many messages arrive (from outside the group, or
+                # agreed only within a shard of it), not with their values.
+                continue
             known = result.setdefault(node, {})
             if source in known or len(known) >= _MAX_SOURCES:
                 continue
@@ -88,6 +99,16 @@ class UniformityFlow:
             for nxt, steps in forward.get(node, ()):
                 queue.append((nxt, source, (*steps, *chain)[:18]))
         return result
+
+    def _seeded(self) -> frozenset[str]:
+        """Generators every seeding call seeds with a value uniform over any group: their
+        draws agree on every rank. A generator seeded nowhere, or once from a varying value
+        (`seed + rank`), draws this rank's own values."""
+        seeds: dict[str, Labels] = {}
+        for name in sorted(self.flows):
+            for generator, labels in self.flows[name].seeds.items():
+                merge(seeds.setdefault(generator, {}), labels)
+        return frozenset(g for g, labels in seeds.items() if not self.sources_of(labels))
 
     def sources_of(self, labels: Labels) -> Sourced:
         """Every source a set of labels stands for, nearest first."""
@@ -106,16 +127,31 @@ class UniformityFlow:
         flow = self.flows.get(function)
         if flow is None:
             return []
-        return self.sources_of(flow.conditions.get(id(stmt), {}))
+        return [
+            (source, chain)
+            for source, chain in self.sources_of(flow.conditions.get(id(stmt), {}))
+            if not (source.kind == "random" and source.generator in self.seeded)
+        ]
 
-    def varying(self, function: str, stmt: Stmt, group: str | None) -> Sourced:
-        """The condition's sources that can differ between ranks of `group` (a dimension)."""
+    def varying(self, function: str, stmt: Stmt, groups: Groups) -> Sourced:
+        """The condition's sources that can differ between ranks of one of `groups` (their
+        dimensions; () when a group cannot be named: then every rank id counts, and no value
+        a collective agreed on does)."""
         return [
             (source, chain)
             for source, chain in self.condition_sources(function, stmt)
-            if source.kind != "rank-id"
-            or not self.sources_catalog.rank_uniform_over(source.dimension or None, group)
+            if self._differs(source, groups)
         ]
+
+    def _differs(self, source: Source, groups: Groups) -> bool:
+        catalog = self.sources_catalog
+        if source.kind == "agreed":
+            over = source.dimension.split(",")
+            return any(not any(catalog.within(g, d) for d in over) for g in groups)
+        if source.kind == "rank-id":
+            dimension = source.dimension or None
+            return not groups or any(not catalog.rank_uniform_over(dimension, g) for g in groups)
+        return True
 
 
 def _callees_first(program: Program) -> list[str]:

@@ -14,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from rankguard.analysis.uniformity.collectives import Groups
 from rankguard.analysis.uniformity.flow import UniformityFlow
 from rankguard.model.records import FunctionRecord
+from rankguard.summary.conditions import Cond
 from rankguard.summary.ir import CallSite, Stmt
 
 _MAX_PATHS = 32
@@ -41,12 +43,12 @@ class GuardWalker:
         # What the callers run after this function returns (along the chain from the round):
         # consulted only when at-most-once collectives are in play (a caller's finalize).
         self.outer = outer
-        self.found: list[tuple[CallSite, str | None, list[Guard]]] = []
+        self.found: list[tuple[CallSite, Groups, list[Guard]]] = []
         self._paths: dict[int, Paths] = {}
         self._solo = 0  # inside a branch only one rank of the group takes
 
-    def run(self) -> list[tuple[CallSite, str | None, list[Guard]]]:
-        """(call, its group, the hazardous guards over it, outermost first)."""
+    def run(self) -> list[tuple[CallSite, Groups, list[Guard]]]:
+        """(call, its groups, the hazardous guards over it, outermost first)."""
         self.walk(self.record.info.body, [], (), ())
         return self.found
 
@@ -126,11 +128,7 @@ class GuardWalker:
     def one_rank(self, stmt: Stmt) -> bool:
         """`rank == x`: the test picks one rank (by its id) of the group."""
         sources = self.flow.condition_sources(self.record.qualname, stmt)
-        return (
-            " == " in stmt.text
-            and " or " not in stmt.text
-            and any(source.kind == "rank-id" for source, _chain in sources)
-        )
+        return _picks_one(stmt.cond) and any(source.kind == "rank-id" for source, _c in sources)
 
     def exit_guard(
         self,
@@ -159,10 +157,10 @@ class GuardWalker:
         for call in stmt.calls:
             if not self.flow.calls.entered(self.record, call):
                 continue
-            group = self.flow.calls.group(self.record, call)
-            hazards = [g for g in candidates if self.flow.varying(name, g.stmt, group)]
+            groups = self.flow.calls.groups(self.record, call)
+            hazards = [g for g in candidates if self.flow.varying(name, g.stmt, groups)]
             if hazards:
-                self.found.append((call, group, hazards))
+                self.found.append((call, groups, hazards))
 
     # -- sequences of collectives ---------------------------------------------------------
     def call_seq(self, calls: Iterable[CallSite]) -> tuple[str, ...]:
@@ -226,7 +224,35 @@ class GuardWalker:
             # break/continue end an iteration, not the function; zero iterations are possible.
             once = frozenset((seq, "" if end == "loop" else end) for seq, end in body)
             return _concat(head, once | {((), "")})
+        if stmt.kind == "try":
+            return _concat(head, self.try_paths(stmt.blocks))
         return _concat(head, self.paths_seq(list(stmt.blocks)))
+
+    def try_paths(self, blocks: tuple[tuple[Stmt, ...], ...]) -> Paths:
+        """The body and its `else`, or one handler instead (taken from the start: what the body
+        entered before it raised is not known), then the `finally` on every run, even one
+        that returned."""
+        body, orelse, final, *handlers = (*blocks, (), (), ())[:3] + blocks[3:]
+        runs = self.paths_seq([body, orelse])
+        for handler in handlers:
+            part = self.paths(handler)
+            if runs is None or part is None:
+                return None
+            runs = runs | part
+        after = self.paths(final)
+        if runs is None or after is None:
+            return None
+        out = frozenset(
+            (_append(seq, tail), end or tail_end) for seq, end in runs for tail, tail_end in after
+        )
+        return out if len(out) <= _MAX_PATHS else None
+
+
+def _picks_one(cond: Cond) -> bool:
+    """`a == b`, alone or as a conjunct (`a == b and c`): holds for one value only."""
+    if cond[:1] == ("cmp",):
+        return "==" in cond[1]
+    return cond[:1] == ("and",) and any(_picks_one(part) for part in cond[1])
 
 
 def _once(sides: Iterable[frozenset[tuple[str, ...]] | None]) -> bool:

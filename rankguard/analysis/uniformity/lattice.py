@@ -8,6 +8,7 @@ stands for. Each label carries the local steps that carried it, so a finding can
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,14 +16,17 @@ from typing import Any
 @dataclass(frozen=True, order=True)
 class Source:
     """Where a varying value is produced; `dimension` is a rank id's group dimension ("" when it
-    names none, which varies with every group)."""
+    names none, which varies with every group), or the groups an `agreed` value was agreed over
+    (comma-separated; it differs between groups of any wider dimension); `generator` names the
+    generator a random draw reads (uniform when the program seeds it alike on every rank)."""
 
-    kind: str  # rank-id | driver | inbox | time | random | host | environment
+    kind: str  # rank-id | agreed | driver | inbox | time | random | host | environment
     text: str
     function: str
     path: str
     line: int
     dimension: str = ""
+    generator: str = ""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -32,7 +36,7 @@ class Source:
             "path": self.path,
             "line": self.line,
         }
-        if self.kind == "rank-id":
+        if self.kind in ("rank-id", "agreed"):
             out["dimension"] = self.dimension or None
         return out
 
@@ -60,6 +64,13 @@ def merge(into: Labels, more: Labels) -> None:
     for label, steps in more.items():
         if label not in into or len(steps) < len(into[label]):
             into[label] = steps
+
+
+def union(parts: Iterable[Labels]) -> Labels:
+    out: Labels = {}
+    for part in parts:
+        merge(out, part)
+    return out
 
 
 def through(labels: Labels, step: Step) -> Labels:
@@ -90,6 +101,7 @@ class FunctionFlow:
     edges: dict[Node, Labels] = field(default_factory=dict)
     conditions: dict[int, Labels] = field(default_factory=dict)  # id(Stmt) -> labels
     ret_params: dict[str, tuple[Step, ...]] = field(default_factory=dict)  # param -> to return
+    seeds: dict[str, Labels] = field(default_factory=dict)  # generator -> what seeds it here
 
     def flow(self, node: Node, labels: Labels) -> None:
         if labels:

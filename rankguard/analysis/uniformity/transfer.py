@@ -22,11 +22,14 @@ program-wide attribute after a call into a function that stores that attribute.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, Protocol
 
 from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.reach import followed
-from rankguard.analysis.uniformity.collectives import CollectiveCalls, bound
+from rankguard.analysis.uniformity.collectives import CollectiveCalls
 from rankguard.analysis.uniformity.lattice import (
     MAX_STEPS,
     Env,
@@ -38,14 +41,25 @@ from rankguard.analysis.uniformity.lattice import (
     join,
     merge,
     through,
+    union,
 )
 from rankguard.catalogs.rank_sources import RankSourceCatalog
+from rankguard.model.binding import bind
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
-from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT, CallSite, Operand, Segs, Stmt, segs_text
+from rankguard.summary.ir import (
+    CALL,
+    OPAQUE,
+    SUBSCRIPT,
+    CallSite,
+    Operand,
+    Segs,
+    Stmt,
+    segs_text,
+    walk_statements,
+)
 
 _MAX_CLASSES = 12
-_ENV_READS = frozenset({"os.getenv", "os.environ.get"})
 # Where an in-place collective takes the buffer it fills (first positional, or these keywords).
 _BUFFER_KEYWORDS = ("tensor", "object_list", "tensor_list", "output_tensor_list", "output")
 
@@ -74,7 +88,7 @@ class _Statement:
         self.consumed_calls: set[int] = set()
         self.results: dict[int, Labels] = {}
         self.pending: list[CallSite] = []
-        self.kills: list[str] = []
+        self.kills: list[tuple[str, Labels]] = []
 
 
 class Walker:
@@ -86,6 +100,10 @@ class Walker:
         self.record = record
         self.fn = record.qualname
         self.out = FunctionFlow()
+        # Labels of the conditions that decide which `return` runs (control dependence): a
+        # helper returning `False` on one side of a varying test and `True` on the other
+        # returns a varying value, though each constant is uniform.
+        self.control: Labels = {}
         self._attr_nodes: dict[Segs, tuple[Node, ...]] = {}
 
     def step(self, line: int, text: str) -> Step:
@@ -102,12 +120,9 @@ class Walker:
     def run(self) -> FunctionFlow:
         env: Env = {}
         info = self.record.info
-        is_method = bool(info.cls) and not any(
-            d and d[-1] == "staticmethod" for d in info.decorators
-        )
         for index, param in enumerate(info.params):
             name = param.name.lstrip("*")
-            if index == 0 and is_method:
+            if index == 0 and info.takes_self:
                 env[name] = {}
                 continue
             labels: Labels = {("param", self.fn, name): ()}
@@ -133,23 +148,18 @@ class Walker:
                 self.returned(labels, stmt.line)
             return env
         if kind in ("if", "match"):
-            self.out.conditions[id(stmt)] = self.value(stmt, env)
-            branches = [self.block(b, dict(env)) for b in stmt.blocks] or [env]
+            labels = self.value(stmt, env)
+            self.out.conditions[id(stmt)] = labels
+            with self.deciding(stmt, labels):
+                branches = [self.block(b, dict(env)) for b in stmt.blocks] or [env]
             if (kind == "if" and len(stmt.blocks) < 2) or kind == "match":
                 branches.append(env)
             return join(branches)
         if kind == "loop":
             labels = self.value(stmt, env)
             self.out.conditions[id(stmt)] = labels
-            if stmt.targets:
-                text = f"for {', '.join(segs_text(t) for t in stmt.targets)} in {stmt.text}"
-                items = self.ref(stmt.truths[0], env, stmt.line) if stmt.truths else labels
-                self.bind(stmt.targets, through(items, self.step(stmt.line, text)), env)
-            body, orelse = (*stmt.blocks, (), ())[:2]
-            after = env
-            for _ in range(2):  # a second pass carries values around the loop once
-                after = join([after, self.block(body, dict(after))])
-            return self.block(orelse, after)
+            with self.deciding(stmt, labels):
+                return self.loop(stmt, labels, env)
         if kind == "with":
             labels = self.value(stmt, env)
             if stmt.targets:
@@ -165,10 +175,37 @@ class Walker:
             return self.block(blocks[2], joined) if len(blocks) > 2 else joined
         return env
 
+    def loop(self, stmt: Stmt, labels: Labels, env: Env) -> Env:
+        if stmt.targets:
+            text = f"for {', '.join(segs_text(t) for t in stmt.targets)} in {stmt.text}"
+            items = self.ref(stmt.truths[0], env, stmt.line) if stmt.truths else labels
+            self.bind(stmt.targets, through(items, self.step(stmt.line, text)), env)
+        body, orelse = (*stmt.blocks, (), ())[:2]
+        after = env
+        for _ in range(2):  # a second pass carries values around the loop once
+            after = join([after, self.block(body, dict(after))])
+        return self.block(orelse, after)
+
+    @contextmanager
+    def deciding(self, stmt: Stmt, labels: Labels) -> Iterator[None]:
+        """Inside, the returns also depend on `labels`; after, too, when a block may return
+        (an early return decides the returns that follow it)."""
+        saved = dict(self.control)
+        step = self.step(stmt.line, f"returns decided by {stmt.text}")
+        merge(self.control, through(labels, step))
+        try:
+            yield
+        finally:
+            if not any(s.kind == "return" for b in stmt.blocks for s in walk_statements(b)):
+                self.control = saved
+
     def returned(self, labels: Labels, line: int) -> None:
         """Own parameters that reach a return are applied per call site (a summary); the rest
         is the function's intrinsic result, shared by every caller."""
         step = self.step(line, "return")
+        # Which return runs is the function's decision; a caller that enters the group's
+        # collectives through it takes what the group agreed instead (`Walker.call`).
+        self.out.flow(("decided", self.fn), self.control)
         intrinsic: Labels = {}
         for label, steps in labels.items():
             carried = (step, *steps)[:MAX_STEPS]
@@ -200,8 +237,8 @@ class Walker:
                 state.consumed[ref] -= 1
                 continue
             merge(out, self.ref(ref, env, stmt.line, ref in stmt.truths))
-        for name in state.kills:
-            env[name] = {}
+        for name, agreed in state.kills:
+            env[name] = dict(agreed)
         return out
 
     def call(self, call: CallSite, env: Env, state: _Statement) -> Labels:
@@ -214,27 +251,39 @@ class Walker:
         if kind == "rank-id":
             result[self.rank_source(call.target, call.line)] = ()
         elif kind is not None:
-            result[self.source(kind, call.text + "()", call.line)] = ()
-        elif any(n in _ENV_READS for n in names) and self._rank_variable(call):
+            drawn = catalog.generator_drawn(names) if kind == "random" else ""
+            source = self.source(kind, call.text + "()", call.line)
+            result[replace(source, generator=drawn)] = ()
+        elif any(n in catalog.environment_reads for n in names) and self._rank_variable(call):
             result[self.source("rank-id", f"{call.text}({call.args[0]})", call.line)] = ()
         segs = call.target
         placement = any(n in catalog.placement_calls or n in catalog.shape_calls for n in names)
+        internal = [t for t in targets if t in program.functions]
+        # An object from outside the program handed a process group takes part in that group's
+        # protocol: the rank ids it is given say which member it is, not what it returns.
+        member = not internal and self.f.calls.passes_group(self.record, call)
         operands: list[tuple[Operand, Labels]] = []
         measured = len(segs) == 1 and segs[0] in self.catalog.measures
         for operand in call.operands:
             labels = self.operand(operand, env, state, call.line, measured)
+            if member and operand.ref and catalog.is_rank_name(operand.ref[-1]):
+                continue
             if operand.keyword not in catalog.placement_keywords:  # placement is not data
                 operands.append((operand, labels))
+        seeded = catalog.generator_seeded(names)
+        if seeded:  # what seeds a generator decides whether its draws agree (`flow.seeded`)
+            merge(self.out.seeds.setdefault(seeded, {}), union(labels for _o, labels in operands))
         receiver = self.receiver(call, env, state)
-        internal = [t for t in targets if t in program.functions]
         primitive = any(self.f.reach.catalog.kind(t) == "collective" for t in targets)
         entered = primitive or bool(self.f.calls.entered(self.record, call))
+        agreed = self.agreed(call, primitive) if entered else {}
         if entered:
-            self.kill_buffer(call, state)
+            self.kill_buffer(call, state, agreed)
         uniform = placement or any(catalog.is_uniform_name(n) for n in names)
         # An object of a program class is not a value: its fields carry their own flows.
         uniform = uniform or (not internal and any(n in program.classes for n in names))
         if primitive or uniform:
+            merge(result, agreed)
             return result  # agreed by the group, or uniform by construction
         if not internal:
             # Outside the program: its result is computed from its receiver and arguments,
@@ -246,10 +295,13 @@ class Walker:
                 for _operand, labels in operands:
                     merge(result, labels)
             return result
+        merge(result, agreed)
         step = self.step(call.line, call.text + "(…)")
         for target in internal:
             callee = program.functions[target]
             result[("ret", target)] = ()
+            if not entered:
+                result[("decided", target)] = ()
             self.forget_stored(target, env)
             passed = self.bind_params(callee, call, operands)
             if target in self.f.reached and self.fn not in self.f.reached:
@@ -282,19 +334,12 @@ class Walker:
     def bind_params(
         self, callee: FunctionRecord, call: CallSite, operands: list[tuple[Operand, Labels]]
     ) -> dict[str, Labels]:
-        params = [p.name.lstrip("*") for p in callee.info.params]
-        offset = 1 if bound(callee, call) else 0
-        passed: dict[str, Labels] = {}
-        positional = [labels for o, labels in operands if o.keyword is None]
-        if any(o.keyword == "*" for o, _ in operands):
-            positional = []  # unpacked: we cannot tell which parameter gets what
-        for index, labels in enumerate(positional):
-            if index + offset < len(params):
-                passed[params[index + offset]] = labels
-        for operand, labels in operands:
-            if operand.keyword in params:
-                passed[operand.keyword] = labels
-        return passed
+        labels = {id(operand): found for operand, found in operands}
+        return {
+            param: labels[id(operand)]
+            for param, operand in bind(callee, call).passed.items()
+            if id(operand) in labels
+        }
 
     def operand(
         self, operand: Operand, env: Env, state: _Statement, line: int, size: bool = False
@@ -314,18 +359,31 @@ class Walker:
             merge(out, self.ref(ref, env, line, size and ref == operand.ref))
         return out
 
-    def kill_buffer(self, call: CallSite, state: _Statement) -> None:
+    def agreed(self, call: CallSite, primitive: bool) -> Labels:
+        """What a collective call returns is the same on every rank of its group, and only
+        there: agreed over a shard (one DP replica's attention-TP group), it still differs
+        between shards. An `agreed` source names the groups; the world, or a group we cannot
+        name, agrees everywhere. A wrapper's result is agreed only when the call hands it its
+        group (`broadcast_pyobj(x, g.rank, g.cpu_group)`): a helper that runs collectives
+        inside returns whatever it returns."""
+        calls = self.f.calls
+        named = calls.named_groups(self.record, call)
+        groups = calls.groups(self.record, call) if primitive else tuple(sorted(named))
+        if not groups or "world" in groups:
+            return {}
+        source = self.source("agreed", call.text + "()", call.line, ",".join(groups))
+        return {source: ()}
+
+    def kill_buffer(self, call: CallSite, state: _Statement, agreed: Labels) -> None:
         """A tensor reduced or broadcast in place holds the agreed value from here on."""
         buffer = next((o for o in call.operands if o.keyword is None), None)
         buffer = buffer or next((o for o in call.operands if o.keyword in _BUFFER_KEYWORDS), None)
         if buffer is not None and buffer.ref and buffer.ref != ("self",):
-            state.kills.append(".".join(buffer.ref))
+            state.kills.append((".".join(buffer.ref), agreed))
 
     def feed(self, call: CallSite, fed: list[Labels], env: Env) -> None:
         """`q.append(x)`: the container now also holds what `x` holds."""
-        labels: Labels = {}
-        for more in fed:
-            merge(labels, more)
+        labels = union(fed)
         container = call.target[:-1]
         step = self.step(call.line, f"{call.text}(…)")
         self.bind(((*container, SUBSCRIPT),), through(labels, step), env)

@@ -1,0 +1,217 @@
+"""What attributes hold, and values stored into containers and attributes from where they
+are not bound.
+
+An attribute's values are learned from every assignment to it in its class (`self.x =
+Cls(...)`, `self.x = param` with an annotation, `self.x = get_group()` with a return
+annotation, `self.on_done = self._finish`), from class-level annotations and method tables,
+and from stores anywhere else, only when first asked for.
+
+`HANDLERS[key] = on_a` inside a function puts `on_a` into the module's `HANDLERS`;
+`table[k] = f` into a local table; `job.callback = on_done` into the attribute of every `Job`,
+though no method of `Job` assigns it. A later `HANDLERS[k]()` or `self.callback()` runs what
+was stored. Only stores of a plain reference (a name, an attribute, a lambda) are followed:
+those are how functions travel. A mixin of the resolver.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from rankguard.model.namespaces import dedupe, of_kind
+from rankguard.model.values import Value
+from rankguard.summary.ir import CALL, SUBSCRIPT, Segs, Stmt, walk_statements
+
+if TYPE_CHECKING:
+    from rankguard.model.program import Program
+    from rankguard.model.records import FunctionRecord
+
+_HELD = ("function", "class", "instance")
+_MAX_TYPES = 4
+_IN_PROGRESS = object()
+
+
+def stores_a_reference(stmt: Stmt) -> bool:
+    return stmt.kind == "assign" and stmt.value[:1] == ("ref",)
+
+
+def subscript_root(target: Segs) -> str | None:
+    """`d` for a store `d[k] = ...`."""
+    return target[0] if len(target) == 2 and target[1] == SUBSCRIPT else None
+
+
+def bound_names(fn: FunctionRecord) -> set[str]:
+    """Names local to `fn`: its parameters and what it assigns as a plain name."""
+    names = {p.name.lstrip("*") for p in fn.info.params}
+    for stmt in walk_statements(fn.info.body):
+        if stmt.kind == "assign" or (stmt.kind in ("loop", "with") and stmt.targets):
+            names.update(t[0] for t in stmt.targets if len(t) == 1)
+    return names - set(fn.info.global_names)
+
+
+class Stores:
+    p: Program
+    _attribute_stores: dict[str, list[tuple[str, Stmt, str]]] | None
+    _attr_types: dict[tuple[str, str], tuple[Value, ...] | object]
+    _attr_callables: dict[tuple[str, str], tuple[str, ...]]
+    module_member: Callable[..., tuple[Value, ...]]  # `rankguard.model.namespaces`
+
+    def _instances(self, fn: FunctionRecord, annotation: Segs) -> tuple[Value, ...]:
+        raise NotImplementedError  # the resolver reads annotations
+
+    def call_results(self, fn: FunctionRecord, segs: Segs) -> tuple[Value, ...]:
+        raise NotImplementedError  # the resolver evaluates calls
+
+    def attribute(self, value: Value, attr: str) -> tuple[Value, ...]:
+        raise NotImplementedError  # the resolver looks attributes up
+
+    def _assigned_value(self, fn: FunctionRecord, stmt: Stmt) -> list[Value]:
+        raise NotImplementedError  # the resolver evaluates assignments
+
+    def evaluate(self, fn: FunctionRecord, segs: Segs) -> tuple[Value, ...]:
+        raise NotImplementedError  # the resolver evaluates references
+
+    def stored_items(self, fn: FunctionRecord, stmt: Stmt) -> list[Value]:
+        """What `x[k] = value` puts into `x`: the value, as an element."""
+        return [
+            Value("items", v.name, bound=v.kind)
+            for v in self._assigned_value(fn, stmt)
+            if v.kind in _HELD
+        ]
+
+    def module_stores(self, module: str) -> dict[str, list[tuple[str, Stmt]]]:
+        """Global name -> (function, statement) for each `name[k] = ref` that stores into the
+        module's global `name` (the module body's own, or a function's where `name` is not
+        local)."""
+        found: dict[str, list[tuple[str, Stmt]]] = defaultdict(list)
+        for info in self.p.modules[module].summary.functions:
+            qual = f"{module}.{info.qualname}" if info.qualname else module
+            record = self.p.functions.get(qual)
+            if record is None:
+                continue
+            local: set[str] | None = None
+            for stmt in walk_statements(info.body):
+                if not stores_a_reference(stmt):
+                    continue
+                for target in stmt.targets:
+                    root = subscript_root(target)
+                    if root is None:
+                        continue
+                    if local is None:
+                        local = set() if record.is_module_body else bound_names(record)
+                    if root not in local:
+                        found[root].append((qual, stmt))
+        return found
+
+    def attribute_stores(self, cls: str, attr: str) -> list[Value]:
+        """What stores from anywhere (`obj.attr = f`, with `obj` a local made from or
+        annotated as `cls`) put into the attribute `attr` of `cls`."""
+        if self._attribute_stores is None:
+            index: dict[str, list[tuple[str, Stmt, str]]] = defaultdict(list)
+            for qual in sorted(self.p.functions):
+                info = self.p.functions[qual].info
+                # A method's own `self.x = ...` is read by `attr_types` from its class.
+                me = info.params[0].name if info.cls and info.params else None
+                for stmt in walk_statements(info.body):
+                    if not stores_a_reference(stmt):
+                        continue
+                    for target in stmt.targets:
+                        if (
+                            len(target) == 2
+                            and target[0] != me
+                            and target[1] not in (CALL, SUBSCRIPT)
+                        ):
+                            index[target[1]].append((qual, stmt, target[0]))
+            self._attribute_stores = dict(index)
+        found: list[Value] = []
+        for qual, stmt, owner in self._attribute_stores.get(attr, ()):
+            fn = self.p.functions[qual]
+            if cls in self._declared_classes(fn, owner):
+                found.extend(self._assigned_value(fn, stmt))
+        return found
+
+    def _declared_classes(self, fn: FunctionRecord, name: str) -> set[str]:
+        """The classes the local `name` is made from (`job = Job()`) or annotated with (a
+        parameter `job: Job`), read from the module's names only: a store's owner is told
+        without evaluating the function's other locals, which would chain through every
+        attribute they touch."""
+        written: list[Segs] = [
+            p.annotation for p in fn.info.params if p.name == name and p.annotation
+        ]
+        for stmt in walk_statements(fn.info.body):
+            if stmt.kind == "assign" and (name,) in stmt.targets and stmt.value[:1] == ("call",):
+                written.append(stmt.value[1])
+        found: set[str] = set()
+        for segs in written:
+            values = self.module_member(fn.module, segs[0]) if segs else ()
+            for seg in segs[1:]:
+                values = tuple(v for value in values for v in self.attribute(value, seg))
+            found.update(v.name for v in values if v.kind == "class")
+        return found
+
+    # -- attribute types ----------------------------------------------------------
+    def attr_types(self, cls: str, attr: str) -> tuple[Value, ...]:
+        key = (cls, attr)
+        cached = self._attr_types.get(key)
+        if cached is _IN_PROGRESS:
+            return ()
+        if cached is not None:
+            return cached  # type: ignore[return-value]
+        self._attr_types[key] = _IN_PROGRESS
+        record = self.p.classes[cls]
+        found: list[Value] = []
+        callables: list[str] = []
+        for name, ann in record.info.attributes:
+            if name != attr:
+                continue
+            holder = self.p.functions.get(record.module)
+            if holder is None:
+                continue
+            if ann and ann[0] == CALL:
+                found.extend(self.call_results(holder, ann[1:]))
+            else:
+                found.extend(self._instances(holder, ann))
+        for name, methods in record.info.tables:
+            if name == attr:
+                callables += [record.methods[m] for m in methods if m in record.methods]
+        for method in record.methods.values():
+            fn = self.p.functions[method]
+            if not fn.info.params:
+                continue
+            me = fn.info.params[0].name
+            for stmt in of_kind(fn.info.body, "assign"):
+                if (me, attr) in stmt.targets:
+                    # A function stored (`self.on_done = self._finish`, a lambda) is what a
+                    # call of the attribute runs.
+                    found.extend(self._assigned_value(fn, stmt))
+                    for read in stmt.reads:
+                        for value in self.evaluate(fn, read):
+                            if value.kind == "function":
+                                callables.append(value.name)
+                        if len(read) > 1 and read[0] == me:
+                            # `self.run = MethodType(self._MAP[kind], self)`: what the table
+                            # holds, this attribute may hold.
+                            callables.extend(self.held_callables(fn, read))
+        found.extend(self.attribute_stores(cls, attr))
+        result = dedupe(found)[:_MAX_TYPES]
+        self._attr_types[key] = result
+        self._attr_callables[key] = tuple(sorted(set(callables)))
+        return result
+
+    def held_callables(self, fn: FunctionRecord, segs: Segs) -> tuple[str, ...]:
+        """Functions stored in the attribute `segs` names (a dispatch table), if any."""
+        tail = list(segs)
+        while tail and tail[-1] == SUBSCRIPT:
+            tail.pop()
+        if len(tail) < 2 or CALL in tail:
+            return ()
+        owners = self.evaluate(fn, tuple(tail[:-1]))
+        out: list[str] = []
+        for owner in owners:
+            if owner.kind != "instance":
+                continue
+            for cls in self.p.mro(owner.name):
+                self.attr_types(cls, tail[-1])
+                out.extend(self._attr_callables.get((cls, tail[-1]), ()))
+        return tuple(sorted(set(out)))

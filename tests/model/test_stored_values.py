@@ -1,0 +1,108 @@
+"""Values stored and taken out again: a function stored into a container (`d[k] = f`) or into
+an object's attribute from outside its class (`job.callback = f`) is what a later call through
+the container or the attribute runs; an instance attribute assigned by methods of several
+classes of the MRO holds what each assigns; methods of builtin values (`" ".join`, `{}.items`,
+`self.q = []` then `self.q.append`) resolve to the builtin's method."""
+
+from __future__ import annotations
+
+from tests.conftest import callees
+
+STORES = """
+def func2():
+    pass
+
+
+def on_done():
+    pass
+
+
+HANDLERS = {}
+
+
+def register(key="a"):
+    HANDLERS[key] = func2
+
+
+def dispatch():
+    HANDLERS["a"]()
+
+
+def local_table():
+    table = {}
+    table["x"] = on_done
+    table["x"]()
+
+
+class Job:
+    def run(self):
+        self.callback()
+
+
+def wire():
+    job = Job()
+    job.callback = on_done
+    job.run()
+
+
+class A:
+    def func(self):
+        self.child()
+
+
+class B(A):
+    def __init__(self):
+        self.child = self.func2
+
+    def func2(self):
+        pass
+
+
+def use_b():
+    B().func()
+"""
+
+
+def test_a_function_stored_into_a_dict_is_reached_through_it(program_of):
+    program = program_of({"m.py": STORES})
+    assert callees(program, "m.dispatch", "call") == {"m.func2"}
+    assert callees(program, "m.local_table", "call") == {"m.on_done"}
+
+
+def test_a_function_stored_into_an_attribute_from_outside_is_reached(program_of):
+    program = program_of({"m.py": STORES})
+    assert callees(program, "m.Job.run", "call") == {"m.on_done"}
+
+
+def test_a_bound_method_a_subclass_stores_is_reached_from_the_base(program_of):
+    program = program_of({"m.py": STORES})
+    assert callees(program, "m.A.func", "call") == {"m.B.func2"}
+
+
+BUILTINS = """
+def text():
+    " ".join(["1", "2"])
+    "a b".split(" ")
+
+
+def table():
+    d = {"a": 1}
+    d.items()
+    return [x for x in d]
+
+
+class Queue:
+    def __init__(self):
+        self.items = []
+
+    def push(self, x):
+        self.items.append(x)
+"""
+
+
+def test_methods_of_builtin_values_resolve_to_the_builtin(program_of):
+    program = program_of({"m.py": BUILTINS})
+    assert callees(program, "m.text", "call") == {"<builtin>.str().join", "<builtin>.str().split"}
+    assert callees(program, "m.table", "call") == {"<builtin>.dict().items"}
+    assert callees(program, "m.Queue.push", "call") == {"<builtin>.list().append"}
+    assert not [u for u in program.unresolved if u[0].startswith("m.")]
