@@ -10,6 +10,8 @@ string is itself given the placement it names, so `device = torch.device("cpu" i
 
 Attributes are placed program-wide, by name: an attribute every assignment in the program
 gives a host value (`self.seq_lens_cpu = seq_lens.cpu()`) is a host value wherever it is read.
+Where no assignment places a value, a name that says host (`*_cpu`, `*_host`, a buffer's `.np`)
+is taken at its word.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ KEEPS = frozenset(
     )
 )  # fmt: skip
 _ACCELERATORS = ("cuda", "npu", "xpu", "musa", "mps", "hpu")
+_HOST_NAMES = frozenset(("np", "cpu", "numpy"))
+_HOST_SUFFIXES = ("_cpu", "_host", "_np", "_numpy")
 _DEVICE_TEXT = re.compile(r"""^(?:torch\.device\()?f?['"](?P<kind>\w+)""")
 
 Env = Mapping[str, str]
@@ -135,14 +139,20 @@ def of_tree(tree: Any, env: Env, known: Facts, attrs: Attrs) -> str | None:
 
 
 def of_segs(segs: Segs, env: Env, attrs: Attrs) -> str | None:
-    """A reference: a local's fact, or an attribute's program-wide placement."""
+    """A reference: a local's fact, or an attribute's program-wide placement, else what its
+    name says (`by_name`)."""
     while segs and segs[-1] == SUBSCRIPT:
         segs = segs[:-1]
     if not segs or CALL in segs[-1:]:
         return None
-    if len(segs) == 1:
-        return env.get(segs[0])
-    return env.get(".".join(segs)) or attrs(segs[-1])
+    found = env.get(".".join(segs)) or (attrs(segs[-1]) if len(segs) > 1 else None)
+    return found or by_name(segs[-1])
+
+
+def by_name(name: str) -> str | None:
+    """`seq_lens_cpu`, `ids_host`, a buffer's `np` view: the host copies a program keeps beside
+    its device tensors are named so. Read only where no assignment places the value."""
+    return CPU if name in _HOST_NAMES or name.endswith(_HOST_SUFFIXES) else None
 
 
 class AttributePlacement:

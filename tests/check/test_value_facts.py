@@ -131,3 +131,25 @@ def test_parameters_are_placed_per_call_site(tmp_path: Path):
     line = code.splitlines().index("        write(dev, host)") + 1
     assert [f.extra["chain"][0]["line"] for f in findings] == [line]
     assert findings[0].extra["confidence"] == "high"
+
+
+def test_a_name_that_says_host_is_taken_at_its_word_where_nothing_else_is_known(tmp_path: Path):
+    """`seq_lens_cpu`, `ids_host`, a buffer's `.np` view: the host copies a scheduler keeps
+    beside device tensors. With no assignment that places them, the name decides; an
+    assignment that places the value still wins."""
+    _assert_marked(
+        tmp_path,
+        """
+        def event_loop(batch, info, buf, dev):
+            while True:
+                tp0_info_cpu = info.cpu()[0]  # expect
+                a = tp0_info_cpu.item()
+                b = batch.seq_lens_cpu.max().item()
+                c = batch.ids_host.tolist()
+                d = buf.np[0].item()
+                wrong_cpu = dev.cuda()
+                e = wrong_cpu.tolist()  # expect
+                f = batch.seq_lens.tolist()  # expect
+                dist.barrier()
+        """,
+    )
