@@ -60,7 +60,7 @@ from rankguard.analysis.context import SELF, RoundContext, bindings, placements
 from rankguard.analysis.precision import assigned_fact, cadence_of
 from rankguard.analysis.reach import edge_of, followed
 from rankguard.analysis.rounds import Round
-from rankguard.analysis.single_rank import with_peers
+from rankguard.analysis.single_rank import peer_facts
 from rankguard.catalogs.catalog import BlockingCatalog, CollectiveCatalog
 from rankguard.catalogs.rank_sources import rank_source_catalog
 from rankguard.core.chains import Hop
@@ -155,10 +155,8 @@ class BlockingAnalysis:
     def infeasible(self, cond: Cond, positive: bool, known: Mapping[Cond, Any]) -> bool:
         """Taking this side of `cond` contradicts the facts, or needs a group of one rank
         (`analysis.single_rank`: nobody can wait for a straggler there)."""
-        if contradicts(cond, positive, known):
-            return True
-        peers = with_peers(cond, self.ranks)
-        return peers is not None and peers is not positive
+        peers = peer_facts(cond, self.ranks)  # what is known wins: the normal loop's pp_size <= 1
+        return contradicts(cond, positive, {**peers, **known} if peers else known)
 
     def on_stack(self, name: str) -> bool:
         return name in self._stack

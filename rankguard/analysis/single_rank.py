@@ -4,10 +4,13 @@
 wait, so no rank can straggle on that side. The walks that pair blocking calls with collectives
 assume every group has at least two ranks: a comparison of a group size (named as the
 rank-source catalog names sizes: `world_size`, `tp_size`, `get_world_size()`) with a constant is
-decided under that assumption, and everything else is left to the facts (`model.facts`).
+decided under that assumption and handed to the facts (`model.facts`) with the rest of what is
+known, so `if quiet and world_size == 1:` is decided like any other condition.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.model.facts import Cond
@@ -15,14 +18,26 @@ from rankguard.model.facts import Cond
 _MIRRORED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
-def with_peers(cond: Cond, catalog: RankSourceCatalog) -> bool | None:
-    """The value of `cond` in a group of two or more ranks, where its size decides it."""
-    if not cond:
-        return None
-    if cond[0] == "not":
-        inner = with_peers(cond[1], catalog)
-        return None if inner is None else not inner
-    if cond[0] != "cmp" or len(cond[1]) != 1:
+def peer_facts(cond: Cond, catalog: RankSourceCatalog) -> dict[Cond, Any]:
+    """The group-size comparisons inside `cond` (through `not`, `and`, `or`), each with its
+    value in a group of two or more ranks: facts for `model.facts` to evaluate `cond` with."""
+    out: dict[Cond, Any] = {}
+    stack = [cond]
+    while stack:
+        part = stack.pop()
+        tag = part[0] if part else None
+        if tag == "not":
+            stack.append(part[1])
+        elif tag in ("and", "or"):
+            stack.extend(part[1])
+        elif tag == "cmp" and (value := _decided(part, catalog)) is not None:
+            out[part] = value
+    return out
+
+
+def _decided(cond: Cond, catalog: RankSourceCatalog) -> bool | None:
+    """A comparison of a group size with an integer, where size >= 2 decides it."""
+    if len(cond[1]) != 1:
         return None
     op, (left, right) = cond[1][0], cond[2]
     if _is_size(right, catalog) and left[0] == "const":

@@ -233,12 +233,20 @@ def test_a_group_of_one_rank_is_not_a_path_a_straggler_takes(tmp_path: Path):
             dist.all_reduce(x)
             return x
 
-        def event_loop(group: Group):
+        def quiet_reduce(x, quiet):
+            if quiet and dist.get_world_size() == 1:
+                return x
+            dist.all_reduce(x)
+            return x
+
+        def event_loop(group: Group, quiet):
             while True:
                 time.sleep(1)
                 tp_all_reduce(None)
                 gc.collect()
                 group.all_reduce(None)
+                open("x")
+                quiet_reduce(None, quiet)
                 dist.barrier()
         """,
         include_round_tail=False,
@@ -249,4 +257,9 @@ def test_a_group_of_one_rank_is_not_a_path_a_straggler_takes(tmp_path: Path):
         )
         for f in result.findings
     }
-    assert paired == {"time.sleep": ["mod.tp_all_reduce"], "gc.collect": ["mod.Group.all_reduce"]}
+    assert paired == {
+        "time.sleep": ["mod.tp_all_reduce"],
+        "gc.collect": ["mod.Group.all_reduce"],
+        # inside `and`: decided by the facts' own evaluation, like any other condition
+        "open": ["mod.quiet_reduce"],
+    }
