@@ -14,15 +14,12 @@ by calling the class itself (`Local()`) is exact and never widened.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
-from rankguard.summary.ir import walk_statements
+from rankguard.summary.interface import mentioned_in
 
 if TYPE_CHECKING:
     from rankguard.model.program import Program
-
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class Hierarchy:
@@ -37,17 +34,7 @@ class Hierarchy:
         if self._mentioned is None:
             names: set[str] = set()
             for record in self.p.functions.values():
-                for segs, _ in record.info.value_refs:
-                    names.update(segs)
-                for stmt in walk_statements(record.info.body):
-                    for read in stmt.reads:
-                        names.update(read)
-                    for call in stmt.calls:
-                        names.update(call.target)
-                        for text in call.args:
-                            names.update(_WORD.findall(text))
-                        for _, text in call.kwargs:
-                            names.update(_WORD.findall(text))
+                names |= mentioned_in(record.info)
             for cls in self.p.classes.values():
                 for _, ann in cls.info.attributes:
                     names.update(ann)  # `handler = Local()` at class level

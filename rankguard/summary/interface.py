@@ -2,8 +2,10 @@
 
 Name and call resolution (`model.resolve`) reads other modules through their names, imports,
 classes (bases, decorators, attributes, method tables), function signatures, module-level
-statements, and, for the few functions whose bodies shape what others see, their bindings:
-a function without a return annotation that returns a call's result (return inference), a
+statements, the class-like names each body mentions (class-hierarchy dispatch keeps the classes
+a program names), and, for the few functions whose bodies shape what others see, their
+bindings: a generator, a function without a return annotation that returns a call's result or
+a function (return inference), a
 method assigning `self.attr` (attribute types), a function storing a reference into an
 attribute or a container (`obj.cb = f`, `TABLE[k] = f`), a function rebinding a `global`. Everything
 else in a body (calls, branches, line numbers) only matters to the module's own resolution.
@@ -17,8 +19,11 @@ all its bindings, and those of the functions enclosing it): a wider digest only 
 from __future__ import annotations
 
 import hashlib
+import re
 
 from rankguard.summary.ir import FileSummary, FunctionInfo, Stmt, walk_statements
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _binds(stmt: Stmt) -> bool:
@@ -30,8 +35,11 @@ def _shapes_others(fn: FunctionInfo) -> bool:
     if not fn.qualname or fn.global_names:
         return True
     me = fn.params[0].name if fn.params and fn.cls else None
+    if fn.is_generator:  # what it yields is what a `for` over it holds, anywhere
+        return True
     for stmt in walk_statements(fn.body):
-        if stmt.kind == "return" and not fn.returns and stmt.value[:1] == ("call",):
+        # return inference: a call's result, or a function returned (a decorator's wrapper)
+        if stmt.kind == "return" and not fn.returns and stmt.value[:1] in (("call",), ("ref",)):
             return True
         if me and stmt.kind == "assign" and any(len(t) > 1 and t[0] == me for t in stmt.targets):
             return True
@@ -40,6 +48,22 @@ def _shapes_others(fn: FunctionInfo) -> bool:
         if stores_ref and any(len(t) > 1 for t in stmt.targets):
             return True
     return False
+
+
+def mentioned_in(fn: FunctionInfo) -> set[str]:
+    """Every name a body calls, reads, stores or passes (annotations are not reads): a class
+    named here counts as instantiated (`model.hierarchy`), which widens dispatch anywhere."""
+    names: set[str] = set()
+    for segs, _ in fn.value_refs:
+        names.update(segs)
+    for stmt in walk_statements(fn.body):
+        for read in stmt.reads:
+            names.update(read)
+        for call in stmt.calls:
+            names.update(call.target)
+            for text in (*call.args, *(text for _, text in call.kwargs)):
+                names.update(_WORD.findall(text))
+    return names
 
 
 def _bindings(fn: FunctionInfo) -> list[tuple[object, ...]]:
@@ -82,6 +106,9 @@ def interface_digest(summary: FileSummary) -> str:
         parts.append(
             (fn.qualname, fn.name, fn.cls, params, fn.returns, fn.decorators, fn.global_names)
         )
+        # Class-like (capitalised) names the body mentions: naming a class anywhere keeps it
+        # among the receivers of class-hierarchy dispatch in every module.
+        parts.append(sorted(n for n in mentioned_in(fn) if n[:1].isupper()))
         if not fn.qualname:
             parts.append(_module_body(fn))
         elif fn.qualname in bearing or fn.qualname in enclosing:
