@@ -447,10 +447,6 @@ class _Walk:
             below = pair.below(hop, cadence)
             self.pairs.setdefault(below.key, below)
         tail = {key: call.below(hop, cadence) for key, call in summary.tail.items()}
-        if not summary.first:
-            pending = dict(state.pending)
-            merge(pending, tail)
-            return state.evolve(pending=pending)
         first = {site: (hop, *chain) for site, chain in summary.first.items()}
         for call in state.pending.values():
             for site, chain in first.items():
@@ -459,7 +455,7 @@ class _Walk:
         if state.clean:
             for site, chain in first.items():
                 self.first.setdefault(site, chain)
-        if summary.passes:  # on the path that runs no collective, the pending calls still wait
+        if summary.passes or not first:  # a path with no collective: pending calls still wait
             pending = dict(state.pending)
             merge(pending, tail)
             return state.evolve(pending=pending)

@@ -2,8 +2,9 @@
 
 `if world_size == 1: return x` before a collective skips it only where no other rank exists to
 wait, so no rank can straggle on that side. The walks that pair blocking calls with collectives
-assume every group has at least two ranks: a comparison of a group size (named as the
-rank-source catalog names sizes: `world_size`, `tp_size`, `get_world_size()`) with a constant is
+assume every group has at least two ranks: a comparison of a group's own size (`world_size`,
+`get_world_size()`, `get_tp_world_size()`; not a dimension's setting such as `pp_size`) with a
+constant is
 decided under that assumption and handed to the facts (`model.facts`) with the rest of what is
 known, so `if quiet and world_size == 1:` is decided like any other condition.
 """
@@ -61,7 +62,10 @@ def _decided(cond: Cond, catalog: RankSourceCatalog) -> bool | None:
 
 
 def _is_size(operand: Cond, catalog: RankSourceCatalog) -> bool:
-    """`self.world_size`, `tp_size`, `dist.get_world_size()`."""
-    return (
-        operand[0] in ("ref", "call") and bool(operand[1]) and catalog.is_group_size(operand[1][-1])
-    )
+    """`self.world_size`, `dist.get_world_size()`, `get_tp_world_size()`: a group's own size.
+    A dimension's size (`pp_size == 1`) is an ordinary setting in which other groups still
+    have peers, so it decides nothing here."""
+    if operand[0] not in ("ref", "call") or not operand[1]:
+        return False
+    name = operand[1][-1]
+    return name.endswith("world_size") and catalog.is_group_size(name)

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 from rankguard.model.namespaces import dedupe, of_kind
 from rankguard.model.values import Value
-from rankguard.summary.ir import Segs
 
 if TYPE_CHECKING:
     from rankguard.model.resolve import Resolver
@@ -52,17 +51,14 @@ def named_methods(
                     first.setdefault(name, qual)
             for name, qual in sorted(first.items()):
                 wanted = name.startswith(prefix) if prefix else not name.startswith("_")
-                if wanted and _bound(resolver.p.functions[qual].info.decorators):
+                info = resolver.p.functions[qual].info
+                # a message names what the object does; a static or class method (a process
+                # entry point, a factory) is not called through an instance by name
+                if wanted and not (info.decorated("staticmethod") or info.decorated("classmethod")):
                     out.append(Value("function", qual, bound=cls, via=NAMED))
             more = forwarded(resolver, cls)
             out.extend(named_methods(resolver, more, prefix, seen | {owner.name}))
     return dedupe(out)
-
-
-def _bound(decorators: Iterable[Segs]) -> bool:
-    """An instance's method: a message names what the object does, while a static or class
-    method (a process entry point, a factory) is not called through an instance by name."""
-    return not any(d and d[-1] in ("staticmethod", "classmethod") for d in decorators)
 
 
 def forwarded(resolver: Resolver, cls: str) -> tuple[Value, ...]:

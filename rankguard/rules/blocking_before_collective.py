@@ -178,8 +178,8 @@ class BlockingBeforeCollective(Rule):
 
 
 def _headline(pairs: list[Pair]) -> Pair:
-    """The first pair whose collective a chain of plain calls reaches, else the first."""
-    return next((p for p in pairs if not any(hop.edge for hop in p.chain)), pairs[0])
+    """The first pair whose collective a chain without guessed edges reaches, else the first."""
+    return next((p for p in pairs if not any(hop.weak for hop in p.chain)), pairs[0])
 
 
 def _finding(rule: str, round_name: str, pairs: list[Pair]) -> Finding:

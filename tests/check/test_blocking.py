@@ -543,3 +543,27 @@ def test_the_named_collective_is_one_a_plain_path_reaches(tmp_path: Path):
         "torch.distributed.all_reduce",
         "torch.distributed.barrier",
     ]
+
+
+def test_a_sure_edge_such_as_a_constructor_can_be_the_headline(tmp_path: Path):
+    """Only guessed edges (override, fallback, dispatch) demote a collective from the headline:
+    the all_reduce a constructor runs comes first and is sure."""
+    _, result = _run(
+        tmp_path,
+        """
+        class Sync:
+            def __init__(self):
+                dist.all_reduce(None)
+
+        def event_loop(flag):
+            while True:
+                time.sleep(1)
+                if flag:
+                    Sync()
+                else:
+                    dist.broadcast(None, 0)
+        """,
+        include_round_tail=False,
+    )
+    (finding,) = result.findings
+    assert finding.extra["collective"]["callee"] == "torch.distributed.all_reduce"

@@ -239,8 +239,14 @@ def test_a_group_of_one_rank_is_not_a_path_a_straggler_takes(tmp_path: Path):
             dist.all_reduce(x)
             return x
 
-        def event_loop(group: Group, quiet):
+        def pipeline_barrier(pp_size):
+            if pp_size == 1:
+                dist.barrier()
+
+        def event_loop(group: Group, quiet, pp_size):
             while True:
+                subprocess.run(["x"])
+                pipeline_barrier(pp_size)  # one stage is an ordinary setting, not a lone rank
                 time.sleep(1)
                 tp_all_reduce(None)
                 gc.collect()
@@ -262,4 +268,5 @@ def test_a_group_of_one_rank_is_not_a_path_a_straggler_takes(tmp_path: Path):
         "gc.collect": ["mod.Group.all_reduce"],
         # inside `and`: decided by the facts' own evaluation, like any other condition
         "open": ["mod.quiet_reduce"],
+        "subprocess.run": ["mod.pipeline_barrier", "mod.tp_all_reduce"],
     }
