@@ -182,5 +182,8 @@ def test_point_to_point_only_wrapper_is_not_a_collective(program_of) -> None:
 
 
 def test_functions_outside_rounds_are_not_reported(program_of) -> None:
-    code = "def setup():\n    if dist.get_rank() == 0:\n        dist.barrier()\n"
-    assert run(program_of, code) == []
+    setup = "def setup():\n    if dist.get_rank() == 0:\n        dist.barrier()\n\n"
+    gated = "            if dist.get_rank() == 0:\n                dist.barrier()\n"
+    # the same gate inside the round is reported, so the empty answer below is about reach
+    assert lines(run(program_of, setup + ROUND + gated)) == [9]
+    assert run(program_of, setup + ROUND + "            dist.barrier()\n") == []
