@@ -1,0 +1,69 @@
+"""Blocking summaries kept across runs, per function and keyed without line numbers
+(`analysis.blocking_keep`): an edit walks again only what it can change, the keys name no
+folder, and a damaged store is only a miss. Warm answers always equal `--no-cache` ones
+(`test_edit_sequence` checks that through every kind of edit)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from rankguard.adapters import store
+from rankguard.cli import main
+from tests.check.test_edit_sequence import SCHED, _replace
+from tests.conftest import EXAMPLE
+
+SCHEDULER = "toysched.managers.scheduler.Scheduler."
+GC_TEST = "        if self.server_args.gc_each_round:\n"
+# A statement at the top of a reached function: every line below it moves.
+GC_EDIT = "        self.round_ct += 0\n" + GC_TEST
+EDITED_AND_CALLER = {SCHEDULER + "_maybe_collect_garbage", SCHEDULER + "get_next_batch_to_run"}
+
+
+def _walked() -> set[str]:
+    prefix = "blocking summary computed: "
+    return {k[len(prefix) :] for k in store.COUNTS if k.startswith(prefix)}
+
+
+def _check(capsys, root: Path, *cache: str) -> str:
+    store.COUNTS.clear()
+    main(["check", str(root), "--format", "json", *cache])
+    return capsys.readouterr().out
+
+
+def test_an_edit_walks_again_only_the_edited_function_and_its_callers(capsys, tmp_path: Path):
+    root = shutil.copytree(EXAMPLE, tmp_path / "toysched")
+    cache = ("--cache-dir", str(tmp_path / "cache"))
+    _check(capsys, root, *cache)
+    cold = _walked()
+    _replace(root, SCHED, GC_TEST, GC_EDIT)
+    warm = _check(capsys, root, *cache)
+    assert _walked() == EDITED_AND_CALLER
+    assert len(cold) > 10
+    assert store.COUNTS["blocking summaries reused"] > 0
+    assert _check(capsys, root, "--no-cache") == warm
+
+
+def test_summaries_kept_in_one_folder_serve_a_copy_in_another(capsys, tmp_path: Path):
+    """Keys come from content, never from where the checkout lies (CI restores the cache
+    into another folder)."""
+    first = shutil.copytree(EXAMPLE, tmp_path / "one" / "toysched")
+    cache = ("--cache-dir", str(tmp_path / "cache"))
+    _check(capsys, first, *cache)
+    second = shutil.copytree(first, tmp_path / "two" / "toysched")
+    _replace(second, SCHED, GC_TEST, GC_EDIT)
+    warm = _check(capsys, second, *cache)
+    assert _walked() == EDITED_AND_CALLER
+    assert _check(capsys, second, "--no-cache") == warm
+
+
+def test_a_damaged_store_is_a_miss(capsys, tmp_path: Path):
+    root = shutil.copytree(EXAMPLE, tmp_path / "toysched")
+    cache = ("--cache-dir", str(tmp_path / "cache"))
+    _check(capsys, root, *cache)
+    (kept,) = (tmp_path / "cache" / "analyses").glob("*.sqlite")
+    kept.write_bytes(b"not a database" * 100)
+    _replace(root, SCHED, GC_TEST, GC_EDIT)
+    warm = _check(capsys, root, *cache)
+    assert len(_walked()) > len(EDITED_AND_CALLER)  # nothing could be re-used
+    assert _check(capsys, root, "--no-cache") == warm
