@@ -60,6 +60,9 @@ class CallSite:
     operands: tuple[Operand, ...] = ()  # positional first, then keywords, as written
     # Arguments that are literal constants: (position as "0", "1", ... or keyword, value).
     literals: tuple[tuple[str, Any], ...] = ()
+    # A method of a computed value (`f(x).sum()`, `(a % n).tolist()`): the receiver's value
+    # tree (`summary.conditions`), so value facts read what made it; () otherwise.
+    receiver: tuple[Any, ...] = ()
 
     def operand(self, keyword: str) -> Operand | None:
         return next((o for o in self.operands if o.keyword == keyword), None)

@@ -10,6 +10,7 @@ import ast
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from rankguard.summary.conditions import receiver_tree
 from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT, CallSite, Operand, Segs
 from rankguard.summary.references import LAMBDA_NAME, is_super, reference, short_text
 
@@ -81,6 +82,7 @@ class Reads(ast.NodeVisitor):
                 self._deferred > 0,
                 tuple(operands),
                 tuple(literals),
+                receiver_tree(node.func, reference),
             )
         )
         self._spans.append((first_read, len(self.reads), first_call))
