@@ -322,7 +322,8 @@ class _Walk:
     def loop(self, stmt: Stmt, state: State, guards: Guards, cadence: str | None) -> State | None:
         # A `for` header advances what it iterates: a generator's body runs here.
         header = self.calls(stmt.calls, state, guards, cadence, advance=True)
-        state = self._forget(header, stmt.targets)
+        # Its target takes an element of what it iterates, which lives where that does.
+        state = self.assign(stmt, header)
         entry = current = state
         breaks: list[State] = []
         for _ in range(_MAX_LOOP_PASSES):

@@ -243,6 +243,21 @@ def asserted(cond: Cond, positive: bool, env: Env, known: Facts, attrs: Attrs) -
     return out
 
 
+def bound(call: CallSite, env: Env, known: Facts, attrs: Attrs) -> Env:
+    """`env` as a call inside a comprehension sees it: each variable takes an element of what
+    it iterates, which lives where that does (`[v.item() for v in host]` reads the host)."""
+    if not call.bound:
+        return env
+    inner = dict(env)
+    for name, tree in call.bound:
+        place = of_tree(tree, inner, known, attrs)
+        if place is None:
+            inner.pop(name, None)
+        else:
+            inner[name] = place
+    return inner
+
+
 def of_segs(segs: Segs, env: Env, attrs: Attrs) -> str | None:
     """A reference: a local's fact, or an attribute's program-wide placement, else what its
     name says (`by_name`)."""

@@ -295,6 +295,7 @@ class _Builder:
                 reads=tuple(r.reads),
                 value=value_shape(node.iter),
                 truths=truths(node.iter) if isinstance(node.iter, ast.Attribute | ast.Name) else (),
+                tree=condition(node.iter, reference, arith=True),
             )
         if isinstance(node, (ast.With, ast.AsyncWith)):
             r = self._exprs(item.context_expr for item in node.items)

@@ -114,3 +114,26 @@ def test_an_argument_made_by_a_call_is_placed_at_its_call_site(tmp_path: Path):
     # Only the call that makes its argument on a device makes `indices.tolist()` a sync.
     line = code.splitlines().index('        meta(torch.arange(n, device="cuda"))') + 1
     assert [f.extra["chain"][0]["line"] for f in findings] == [line]
+
+
+def test_what_a_loop_or_comprehension_takes_from_a_host_value_is_host_data(tmp_path: Path):
+    _marked_with_code(
+        tmp_path,
+        """
+        def event_loop(n, lens_cpu, other):
+            while True:
+                host = torch.zeros(n)
+                dev = torch.ones(n, device="cuda")
+                for row in host:
+                    a = row.item()
+                for row in dev:
+                    b = row.item()  # expect
+                for v in dev.tolist():  # expect
+                    c = v.item() if isinstance(v, torch.Tensor) else v
+                lens = lens_cpu if isinstance(lens_cpu, list) else lens_cpu.tolist()
+                d = [int(v.item()) if isinstance(v, torch.Tensor) else int(v) for v in lens]
+                e = [int(v.item()) for v in dev]  # expect
+                f = [int(v.item()) for v in other]  # expect
+                dist.barrier()
+        """,
+    )
