@@ -306,10 +306,8 @@ class _Walk:
         return state.evolve(pending=pending)
 
     def assume(self, state: State, cond: Cond, positive: bool) -> State:
-        attrs = self.a.classify.placement.attribute
-        placed = asserted(cond, positive, state.env, state.known, attrs)
-        if placed:
-            state = state.evolve(env={**state.env, **placed})
+        env = asserted(cond, positive, state.env, state.known, self.a.classify.placement.attribute)
+        state = state if env is state.env else state.evolve(env=env)
         facts = {c: v for c, v in assume(cond, positive).items() if pure(c)}
         if not facts:
             return state
@@ -345,10 +343,9 @@ class _Walk:
         return state.evolve(env={k: v for k, v in state.env.items() if k not in names})
 
     def loop(self, stmt: Stmt, state: State, guards: Guards, cadence: str | None) -> State | None:
-        # A `for` header advances what it iterates: a generator's body runs here.
-        header = self.calls(stmt.calls, state, guards, cadence, advance=True)
-        # Its target takes an element of what it iterates, which lives where that does.
-        state = self.assign(stmt, header)
+        # A `for` header advances what it iterates: a generator's body runs here. Its target
+        # takes an element of what it iterates, which lives where that does.
+        state = self.assign(stmt, self.calls(stmt.calls, state, guards, cadence, advance=True))
         entry = current = state
         breaks: list[State] = []
         for _ in range(_MAX_LOOP_PASSES):

@@ -210,18 +210,25 @@ def _dtype(segs: Segs) -> bool:
     )
 
 
-def asserted(cond: Cond, positive: bool, env: Env, known: Facts, attrs: Attrs) -> dict[str, str]:
-    """Placements a test establishes on the side taken (`positive`): `x.device == cpu`,
-    `x.device.type != "cpu"` failing, `x.is_cpu`, `not x.is_cuda`... and every part of an
-    `and` that holds (an `or` that fails)."""
+def asserted(cond: Cond, positive: bool, env: Env, known: Facts, attrs: Attrs) -> Env:
+    """`env` with what a test establishes on the side taken (`positive`); `env` itself when
+    it establishes nothing."""
+    placed = _tested(cond, positive, env, known, attrs)
+    return {**env, **placed} if placed else env
+
+
+def _tested(cond: Cond, positive: bool, env: Env, known: Facts, attrs: Attrs) -> dict[str, str]:
+    """Placements a test establishes on the side taken: `x.device == cpu`, `x.device.type !=
+    "cpu"` failing, `x.is_cpu`, `not x.is_cpu`, `x.is_cuda`... and every part of an `and`
+    that holds (an `or` that fails)."""
     tag = cond[0] if cond else "other"
     if tag == "not":
-        return asserted(cond[1], not positive, env, known, attrs)
+        return _tested(cond[1], not positive, env, known, attrs)
     out: dict[str, str] = {}
     if tag in ("and", "or"):
         if (tag == "and") == positive:
             for part in cond[1]:
-                out.update(asserted(part, positive, env, known, attrs))
+                out.update(_tested(part, positive, env, known, attrs))
         return out
     if tag == "ref" and len(cond[1]) >= 2 and cond[1][-1] in ("is_cpu", "is_cuda"):
         if cond[1][-1] == "is_cpu":
