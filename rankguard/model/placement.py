@@ -41,6 +41,7 @@ FACTORIES = frozenset(
     )
 )  # fmt: skip
 _LIKE = frozenset(("zeros_like", "ones_like", "empty_like", "full_like"))
+_COPIES = frozenset(("tensor", "as_tensor"))  # given a tensor, they keep its device
 _TO_HOST = frozenset(("cpu", "numpy", "pin_memory"))
 _TO_PYTHON = frozenset(("tolist", "item"))
 # Methods whose result lives where their receiver does.
@@ -183,6 +184,8 @@ def of_tree(tree: Any, env: Env, known: Facts, attrs: Attrs) -> str | None:
             device = kwargs.get("device")
             if device is not None:
                 return of_tree(device, env, known, attrs)
+            if method in _COPIES and args and of_tree(args[0], env, known, attrs) == DEVICE:
+                return DEVICE  # made from a tensor: where that tensor lives
             if method not in _LIKE:
                 return CPU  # PyTorch's default device
     if module in _TENSOR_MODULES:
@@ -199,7 +202,10 @@ def _receiver(tree: Any, env: Env, known: Facts, attrs: Attrs) -> str | None:
 
 
 def _operand(tree: Any, env: Env, known: Facts, attrs: Attrs) -> str | None:
-    """An operand's placement; a literal is a Python value (never a device name here)."""
+    """An operand's placement; a literal is a Python value (never a device name here), a
+    list or tuple of tensors (`torch.cat([a, b])`) is where its tensors are."""
+    if tree and tree[0] == "tuple":
+        return combined(_operand(t, env, known, attrs) for t in tree[1])
     return SCALAR if tree and tree[0] == "const" else of_tree(tree, env, known, attrs)
 
 

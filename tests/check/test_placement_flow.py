@@ -137,3 +137,21 @@ def test_what_a_loop_or_comprehension_takes_from_a_host_value_is_host_data(tmp_p
                 dist.barrier()
         """,
     )
+
+
+def test_tensors_listed_to_a_tensor_function_and_tensors_copied_by_a_factory(tmp_path: Path):
+    _marked_with_code(
+        tmp_path,
+        """
+        def event_loop(n, ids):
+            while True:
+                a = torch.zeros(n)
+                dev = torch.ones(n, device="cuda")
+                b = torch.cat([a, a + 1]).tolist()
+                c = torch.stack((a, dev)).tolist()  # expect
+                d = torch.tensor(ids).tolist()
+                e = torch.as_tensor(dev).tolist()  # expect
+                f = torch.tensor(dev, dtype=torch.int64).tolist()  # expect
+                dist.barrier()
+        """,
+    )
