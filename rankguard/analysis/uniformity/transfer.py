@@ -104,6 +104,9 @@ class Walker:
         # helper returning `False` on one side of a varying test and `True` on the other
         # returns a varying value, though each constant is uniform.
         self.control: Labels = {}
+        # Each return: the constant it hands back (None: a value with its own flows), and the
+        # control labels deciding that it runs (`decisions`).
+        self.answers: list[tuple[str | None, Labels]] = []
         self._attr_nodes: dict[Segs, tuple[Node, ...]] = {}
 
     def step(self, line: int, text: str) -> Step:
@@ -130,7 +133,23 @@ class Walker:
                 labels[self.rank_source((name,), info.line)] = ()
             env[name] = labels
         self.block(info.body, env)
+        if _falls_through(info.body):
+            self.answers.append(("None", dict(self.control)))
+        self.out.flow(("decided", self.fn), self.decisions())
         return self.out
+
+    def decisions(self) -> Labels:
+        """What decides the function's answer, as far as which `return` runs decides it.
+
+        Only the returns that hand back a constant count (`return False`, `return None`, an
+        enum member), and only when some other return hands back something else: a return of
+        a value carries that value's own flows, so a helper returning either of two copies of
+        the same data (`t.to("cpu")` or a pinned copy of `t`) answers with the data, whichever
+        return runs, while `return None` on one side makes the answer's existence the test's."""
+        answers = {answer if answer is not None else "" for answer, _control in self.answers}
+        if len(answers) < 2:
+            return {}
+        return union(control for answer, control in self.answers if answer is not None)
 
     # -- statements -----------------------------------------------------------------------
     def block(self, stmts: tuple[Stmt, ...], env: Env) -> Env:
@@ -145,7 +164,7 @@ class Walker:
             if kind == "assign":
                 self.assign(stmt, labels, env)
             elif kind == "return":
-                self.returned(labels, stmt.line)
+                self.returned(stmt, labels)
             return env
         if kind in ("if", "match"):
             labels = self.value(stmt, env)
@@ -199,13 +218,13 @@ class Walker:
             if not any(s.kind == "return" for b in stmt.blocks for s in walk_statements(b)):
                 self.control = saved
 
-    def returned(self, labels: Labels, line: int) -> None:
+    def returned(self, stmt: Stmt, labels: Labels) -> None:
         """Own parameters that reach a return are applied per call site (a summary); the rest
         is the function's intrinsic result, shared by every caller."""
-        step = self.step(line, "return")
-        # Which return runs is the function's decision; a caller that enters the group's
-        # collectives through it takes what the group agreed instead (`Walker.call`).
-        self.out.flow(("decided", self.fn), self.control)
+        step = self.step(stmt.line, "return")
+        # Which return runs is the function's decision (`decisions`); a caller that enters the
+        # group's collectives through it takes what the group agreed instead (`Walker.call`).
+        self.answers.append((self.constant(stmt), dict(self.control)))
         intrinsic: Labels = {}
         for label, steps in labels.items():
             carried = (step, *steps)[:MAX_STEPS]
@@ -216,6 +235,20 @@ class Walker:
             else:
                 intrinsic[label] = carried
         self.out.flow(("ret", self.fn), intrinsic)
+
+    def constant(self, stmt: Stmt) -> str | None:
+        """The constant a `return` hands back: a literal, nothing (`None`), or a member of a
+        class (`Verdict.SKIP`); None when it returns a computed value."""
+        shape = stmt.value
+        if not stmt.tree:
+            return "None"
+        if shape[:1] == ("const",):
+            return str(shape[1])
+        if shape[:1] == ("ref",) and len(shape[1]) >= 2:
+            owner = self.f.resolver.evaluate(self.record, shape[1][:-1])
+            if owner and all(value.kind == "class" for value in owner):
+                return segs_text(shape[1])
+        return None
 
     # -- values ---------------------------------------------------------------------------
     def value(self, stmt: Stmt, env: Env) -> Labels:
@@ -232,6 +265,11 @@ class Walker:
                 merge(out, state.results[id(call)])
         for ref in stmt.existence:  # `x is None`: whether it exists, not what it holds
             state.consumed[ref] += 1
+            # ... which is what decided the `return` that answered `None` or not.
+            held = self.ref(ref, env, stmt.line)
+            merge(
+                out, {k: s for k, s in held.items() if isinstance(k, tuple) and k[0] == "decided"}
+            )
         for ref in stmt.reads:
             if state.consumed[ref] > 0:
                 state.consumed[ref] -= 1
@@ -498,3 +536,15 @@ class Walker:
                         self.out.flow(("arrivals", value.name, attr), labels)
                     else:
                         self.out.flow(("attr", value.name, attr), labels)
+
+
+def _falls_through(block: tuple[Stmt, ...]) -> bool:
+    """Whether running `block` may reach its end (an implicit `return None` for a body)."""
+    if not block:
+        return True
+    last = block[-1]
+    if last.kind in ("return", "raise"):
+        return False
+    if last.kind == "if" and len(last.blocks) == 2:
+        return any(_falls_through(b) for b in last.blocks)
+    return True
