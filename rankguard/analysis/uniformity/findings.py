@@ -10,6 +10,7 @@ from rankguard.analysis.collectives import CollectiveReach, CollectiveSite
 from rankguard.analysis.reach import reach_from
 from rankguard.analysis.uniformity.flow import Sourced, UniformityFlow
 from rankguard.analysis.uniformity.guards import Guard, GuardWalker, tail_after
+from rankguard.analysis.uniformity.modes import other_modes_only
 from rankguard.catalogs.rank_sources import rank_source_catalog
 from rankguard.core.chains import Hop, chain_json
 from rankguard.model.program import Program
@@ -73,7 +74,9 @@ def find_divergent_calls(
     if not reached:
         return []
     catalog = rank_source_catalog(tuple(driver_terms))
-    flow = UniformityFlow(program, reach, catalog, reached)
+    flow = UniformityFlow(
+        program, reach, catalog, reached, other_modes_only(program, round_functions)
+    )
     out: list[DivergentCall] = []
     for name in sorted(reached):
         record = program.functions[name]
