@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rankguard.catalogs.rank_sources import rank_source_catalog
-from tests.uniformity.programs import lines, run
+from tests.uniformity.programs import OFFSET, lines, run
 
 ROUND = "class S:\n    def event_loop(self):\n        while True:\n"
 
@@ -187,3 +187,26 @@ def test_functions_outside_rounds_are_not_reported(program_of) -> None:
     # the same gate inside the round is reported, so the empty answer below is about reach
     assert lines(run(program_of, setup + ROUND + gated)) == [9]
     assert run(program_of, setup + ROUND + "            dist.barrier()\n") == []
+
+
+def test_nested_loops_are_walked_a_bounded_number_of_times(program_of, monkeypatch) -> None:
+    # Each loop walks its body twice (the second pass carries values around it once); nested
+    # loops inside that second pass walk theirs once, so depth d costs d + 1 walks of the
+    # innermost body, not 2 ** d (review: depth 14 took seconds).
+    from rankguard.analysis.uniformity.transfer import Walker
+
+    depth = 10
+    body = "".join(f"{'    ' * (i + 3)}for x{i} in range(3):\n" for i in range(depth))
+    code = ROUND + "            dist.barrier()\n" + body + f"{'    ' * (depth + 3)}marker = 1\n"
+    inner = code.count("\n") + OFFSET
+    seen: list[int] = []
+    statement = Walker.statement
+
+    def counting(self, stmt, env):
+        if stmt.line == inner and self.fn == "m.S.event_loop":
+            seen.append(stmt.line)
+        return statement(self, stmt, env)
+
+    monkeypatch.setattr(Walker, "statement", counting)
+    run(program_of, code)
+    assert 0 < len(seen) <= 2 * (depth + 1)

@@ -108,6 +108,7 @@ class Walker:
         # control labels deciding that it runs (`decisions`).
         self.answers: list[tuple[str | None, Labels]] = []
         self._attr_nodes: dict[Segs, tuple[Node, ...]] = {}
+        self._carrying = False  # inside a loop's second pass (`loop`)
 
     def step(self, line: int, text: str) -> Step:
         return Step(self.fn, self.record.path, line, text)
@@ -200,9 +201,16 @@ class Walker:
             items = self.ref(stmt.truths[0], env, stmt.line) if stmt.truths else labels
             self.bind(stmt.targets, through(items, self.step(stmt.line, text)), env)
         body, orelse = (*stmt.blocks, (), ())[:2]
-        after = env
-        for _ in range(2):  # a second pass carries values around the loop once
-            after = join([after, self.block(body, dict(after))])
+        after = join([env, self.block(body, dict(env))])
+        if not self._carrying:
+            # A second pass carries values around the loop once; the loops inside it walk
+            # their bodies once (their own second pass ran in the first), so nesting costs
+            # depth + 1 walks of the innermost body, not 2 ** depth.
+            self._carrying = True
+            try:
+                after = join([after, self.block(body, dict(after))])
+            finally:
+                self._carrying = False
         return self.block(orelse, after)
 
     @contextmanager
