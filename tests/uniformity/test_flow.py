@@ -210,3 +210,21 @@ def test_nested_loops_are_walked_a_bounded_number_of_times(program_of, monkeypat
     monkeypatch.setattr(Walker, "statement", counting)
     run(program_of, code)
     assert 0 < len(seen) <= 2 * (depth + 1)
+
+
+def test_a_global_a_function_rebinds_carries_what_it_stores(program_of) -> None:
+    # `global FREE; FREE = <driver reading>` inside a function: the module's global now
+    # holds this rank's reading, whether or not the module body assigned it first (review).
+    for head in ("FREE = None\n\n", ""):
+        code = head + (
+            "def refresh():\n"
+            "    global FREE\n"
+            "    FREE = torch.cuda.mem_get_info()[0]\n\n"
+        ) + ROUND + (
+            "            refresh()\n"
+            "            if FREE > 0:\n"
+            "                dist.barrier()\n"
+        )
+        found = run(program_of, code)
+        assert lines(found) == [code.count("\n")], head
+        assert found[0].sources[0][0].kind == "driver"

@@ -197,11 +197,19 @@ def _attribute_stores(program: Program, feeders: frozenset[str]) -> dict[str, fr
 
 
 def _module_globals(program: Program) -> dict[str, frozenset[str]]:
-    out: dict[str, frozenset[str]] = {}
-    for module in program.modules:
-        body = program.functions.get(module)
-        if body is not None:
-            out[module] = frozenset(
-                t[0] for s in body.info.body if s.kind == "assign" for t in s.targets if len(t) == 1
+    """Each module's globals: what its body assigns, and what its functions declare `global`."""
+    found: dict[str, set[str]] = {module: set() for module in program.modules}
+    for record in program.functions.values():
+        names = found.get(record.module)
+        if names is None:
+            continue
+        if record.is_module_body:
+            names.update(
+                t[0]
+                for s in record.info.body
+                if s.kind == "assign"
+                for t in s.targets
+                if len(t) == 1
             )
-    return out
+        names.update(record.info.global_names)
+    return {module: frozenset(names) for module, names in found.items()}

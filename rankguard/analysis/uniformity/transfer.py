@@ -533,7 +533,7 @@ class Walker:
                 env[key] = dict(labels)
                 env[key + "[]"] = {}
             if len(target) == 1:
-                if self.record.is_module_body:
+                if self.record.is_module_body or target[0] in self.record.info.global_names:
                     self.out.flow(("global", self.record.module, target[0]), labels)
                 continue
             owner, attr = target[:-1], target[-1]
