@@ -228,3 +228,23 @@ def test_a_global_a_function_rebinds_carries_what_it_stores(program_of) -> None:
         found = run(program_of, code)
         assert lines(found) == [code.count("\n")], head
         assert found[0].sources[0][0].kind == "driver"
+
+
+def test_call_site_constants_keep_a_with_exit_collective(program_of) -> None:
+    # The helper's constant-pruned body still leaves its `with` through `__exit__`, which
+    # enters the barrier (review: the pruned walk dropped `with` exits).
+    code = (
+        "class Synced:\n"
+        "    def __enter__(self):\n"
+        "        return self\n\n"
+        "    def __exit__(self, *exc):\n"
+        "        dist.barrier()\n\n"
+        "def helper(flag=False):\n"
+        "    if flag:\n"
+        "        with Synced():\n"
+        "            pass\n\n"
+    ) + ROUND + (
+        "            if time.time() > 5:\n"
+        "                helper(flag=True)\n"
+    )
+    assert lines(run(program_of, code)) == [code.count("\n")]
