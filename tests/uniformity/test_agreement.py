@@ -226,3 +226,12 @@ def test_which_copy_of_the_same_data_is_returned_does_not_decide(program_of) -> 
         "                dist.barrier(group=self.tp_group)\n"
     )
     assert run(program_of, code) == []
+
+
+def test_a_group_named_for_what_it_coordinates_is_a_group(program_of) -> None:
+    # sglang hands its KV-cache connector `tp_group=params.tp_cache_group`: the TP group kept
+    # for cache coordination, a member's group all the same.
+    code = CONNECTOR.replace("tp_group):\n", "params):\n").replace(
+        "self.tp_group = tp_group", "self.tp_group = params.tp_cache_group"
+    )
+    assert run(program_of, code.format(group=", group=params.tp_cache_group")) == []
