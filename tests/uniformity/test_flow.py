@@ -216,15 +216,9 @@ def test_a_global_a_function_rebinds_carries_what_it_stores(program_of) -> None:
     # `global FREE; FREE = <driver reading>` inside a function: the module's global now
     # holds this rank's reading, whether or not the module body assigned it first (review).
     for head in ("FREE = None\n\n", ""):
-        code = head + (
-            "def refresh():\n"
-            "    global FREE\n"
-            "    FREE = torch.cuda.mem_get_info()[0]\n\n"
-        ) + ROUND + (
-            "            refresh()\n"
-            "            if FREE > 0:\n"
-            "                dist.barrier()\n"
-        )
+        refresh = "def refresh():\n    global FREE\n    FREE = torch.cuda.mem_get_info()[0]\n\n"
+        gate = "            refresh()\n            if FREE > 0:\n                dist.barrier()\n"
+        code = head + refresh + ROUND + gate
         found = run(program_of, code)
         assert lines(found) == [code.count("\n")], head
         assert found[0].sources[0][0].kind == "driver"
@@ -233,7 +227,7 @@ def test_a_global_a_function_rebinds_carries_what_it_stores(program_of) -> None:
 def test_call_site_constants_keep_a_with_exit_collective(program_of) -> None:
     # The helper's constant-pruned body still leaves its `with` through `__exit__`, which
     # enters the barrier (review: the pruned walk dropped `with` exits).
-    code = (
+    helper = (
         "class Synced:\n"
         "    def __enter__(self):\n"
         "        return self\n\n"
@@ -243,8 +237,6 @@ def test_call_site_constants_keep_a_with_exit_collective(program_of) -> None:
         "    if flag:\n"
         "        with Synced():\n"
         "            pass\n\n"
-    ) + ROUND + (
-        "            if time.time() > 5:\n"
-        "                helper(flag=True)\n"
     )
+    code = helper + ROUND + "            if time.time() > 5:\n                helper(flag=True)\n"
     assert lines(run(program_of, code)) == [code.count("\n")]
