@@ -22,13 +22,12 @@ program-wide attribute after a call into a function that stores that attribute.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Protocol
 
 from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.reach import followed
+from rankguard.analysis.uniformity.answers import Answers, constant_of
 from rankguard.analysis.uniformity.collectives import CollectiveCalls
 from rankguard.analysis.uniformity.lattice import (
     MAX_STEPS,
@@ -56,7 +55,6 @@ from rankguard.summary.ir import (
     Segs,
     Stmt,
     segs_text,
-    walk_statements,
 )
 
 _MAX_CLASSES = 12
@@ -100,13 +98,7 @@ class Walker:
         self.record = record
         self.fn = record.qualname
         self.out = FunctionFlow()
-        # Labels of the conditions that decide which `return` runs (control dependence): a
-        # helper returning `False` on one side of a varying test and `True` on the other
-        # returns a varying value, though each constant is uniform.
-        self.control: Labels = {}
-        # Each return: the constant it hands back (None: a value with its own flows), and the
-        # control labels deciding that it runs (`decisions`).
-        self.answers: list[tuple[str | None, Labels]] = []
+        self.answers = Answers(self.step)  # which `return` runs, and what decides it
         self._attr_nodes: dict[Segs, tuple[Node, ...]] = {}
         self._carrying = False  # inside a loop's second pass (`loop`)
 
@@ -134,23 +126,8 @@ class Walker:
                 labels[self.rank_source((name,), info.line)] = ()
             env[name] = labels
         self.block(info.body, env)
-        if _falls_through(info.body):
-            self.answers.append(("None", dict(self.control)))
-        self.out.flow(("decided", self.fn), self.decisions())
+        self.out.flow(("decided", self.fn), self.answers.decisions(info.body))
         return self.out
-
-    def decisions(self) -> Labels:
-        """What decides the function's answer, as far as which `return` runs decides it.
-
-        Only the returns that hand back a constant count (`return False`, `return None`, an
-        enum member), and only when some other return hands back something else: a return of
-        a value carries that value's own flows, so a helper returning either of two copies of
-        the same data (`t.to("cpu")` or a pinned copy of `t`) answers with the data, whichever
-        return runs, while `return None` on one side makes the answer's existence the test's."""
-        answers = {answer if answer is not None else "" for answer, _control in self.answers}
-        if len(answers) < 2:
-            return {}
-        return union(control for answer, control in self.answers if answer is not None)
 
     # -- statements -----------------------------------------------------------------------
     def block(self, stmts: tuple[Stmt, ...], env: Env) -> Env:
@@ -170,7 +147,7 @@ class Walker:
         if kind in ("if", "match"):
             labels = self.value(stmt, env)
             self.out.conditions[id(stmt)] = labels
-            with self.deciding(stmt, labels):
+            with self.answers.deciding(stmt, labels):
                 branches = [self.block(b, dict(env)) for b in stmt.blocks] or [env]
             if (kind == "if" and len(stmt.blocks) < 2) or kind == "match":
                 branches.append(env)
@@ -178,7 +155,7 @@ class Walker:
         if kind == "loop":
             labels = self.value(stmt, env)
             self.out.conditions[id(stmt)] = labels
-            with self.deciding(stmt, labels):
+            with self.answers.deciding(stmt, labels):
                 return self.loop(stmt, labels, env)
         if kind == "with":
             labels = self.value(stmt, env)
@@ -213,26 +190,13 @@ class Walker:
                 self._carrying = False
         return self.block(orelse, after)
 
-    @contextmanager
-    def deciding(self, stmt: Stmt, labels: Labels) -> Iterator[None]:
-        """Inside, the returns also depend on `labels`; after, too, when a block may return
-        (an early return decides the returns that follow it)."""
-        saved = dict(self.control)
-        step = self.step(stmt.line, f"returns decided by {stmt.text}")
-        merge(self.control, through(labels, step))
-        try:
-            yield
-        finally:
-            if not any(s.kind == "return" for b in stmt.blocks for s in walk_statements(b)):
-                self.control = saved
-
     def returned(self, stmt: Stmt, labels: Labels) -> None:
         """Own parameters that reach a return are applied per call site (a summary); the rest
         is the function's intrinsic result, shared by every caller."""
         step = self.step(stmt.line, "return")
         # Which return runs is the function's decision (`decisions`); a caller that enters the
         # group's collectives through it takes what the group agreed instead (`Walker.call`).
-        self.answers.append((self.constant(stmt), dict(self.control)))
+        self.answers.returned(constant_of(stmt, self.is_class))
         intrinsic: Labels = {}
         for label, steps in labels.items():
             carried = (step, *steps)[:MAX_STEPS]
@@ -244,19 +208,9 @@ class Walker:
                 intrinsic[label] = carried
         self.out.flow(("ret", self.fn), intrinsic)
 
-    def constant(self, stmt: Stmt) -> str | None:
-        """The constant a `return` hands back: a literal, nothing (`None`), or a member of a
-        class (`Verdict.SKIP`); None when it returns a computed value."""
-        shape = stmt.value
-        if not stmt.tree:
-            return "None"
-        if shape[:1] == ("const",):
-            return str(shape[1])
-        if shape[:1] == ("ref",) and len(shape[1]) >= 2:
-            owner = self.f.resolver.evaluate(self.record, shape[1][:-1])
-            if owner and all(value.kind == "class" for value in owner):
-                return segs_text(shape[1])
-        return None
+    def is_class(self, segs: Segs) -> bool:
+        owner = self.f.resolver.evaluate(self.record, segs)
+        return bool(owner) and all(value.kind == "class" for value in owner)
 
     # -- values ---------------------------------------------------------------------------
     def value(self, stmt: Stmt, env: Env) -> Labels:
@@ -544,15 +498,3 @@ class Walker:
                         self.out.flow(("arrivals", value.name, attr), labels)
                     else:
                         self.out.flow(("attr", value.name, attr), labels)
-
-
-def _falls_through(block: tuple[Stmt, ...]) -> bool:
-    """Whether running `block` may reach its end (an implicit `return None` for a body)."""
-    if not block:
-        return True
-    last = block[-1]
-    if last.kind in ("return", "raise"):
-        return False
-    if last.kind == "if" and len(last.blocks) == 2:
-        return any(_falls_through(b) for b in last.blocks)
-    return True
