@@ -41,7 +41,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from rankguard.adapters import store
+from rankguard.adapters.keyed import KeyedStore
 from rankguard.analysis.blocking_calls import CallClassifier
+from rankguard.analysis.blocking_keep import KeptSummaries
 from rankguard.analysis.blocking_types import (
     BlockingCall,
     Guards,
@@ -83,26 +86,43 @@ class BlockingAnalysis:
         collectives: CollectiveCatalog,
         catalog: BlockingCatalog,
         cadence_helpers: Sequence[str] = (),
+        store: KeyedStore | None = None,
+        salt: str = "",
     ) -> None:
+        """With a `store`, summaries are kept across runs (`analysis.blocking_keep`); `salt`
+        must then name everything else they depend on: the configuration and this code."""
         self.program = program
         self.collectives = collectives
         self.catalog = catalog
         self.classify = CallClassifier(program, catalog, cadence_helpers)
         self.context = RoundContext(program)
         self.ranks = rank_source_catalog()
-        self._memo: dict[MemoKey, Summary] = {}
+        self._memo: dict[MemoKey, tuple[Summary, bool]] = {}
         self._stack: list[str] = []
+        self.kept = (
+            KeptSummaries(program, self.classify, self.context, store, salt) if store else None
+        )
 
     # -- summaries -----------------------------------------------------------------------------
     def summary(
         self, name: str, known: Mapping[Cond, Any], env: Mapping[str, str]
-    ) -> tuple[Summary, set[str]]:
-        """`name`'s summary under `known` and `env` (facts on entry), and the functions still on
-        the stack that it was cut short at."""
+    ) -> tuple[Summary, set[str], bool]:
+        """`name`'s summary under `known` and `env` (facts on entry), the functions still on
+        the stack that it was cut short at, and whether it touched a function on a cycle of
+        calls (then it is never kept across runs: `analysis.blocking_keep`)."""
         key = (name, frozenset(known.items()), frozenset(env.items()))
         memo = self._memo.get(key)
         if memo is not None:
-            return memo, set()
+            return memo[0], set(), memo[1]
+        kept = self.kept
+        cyclic = kept is None or kept.cyclic(name)
+        if not cyclic:
+            assert kept is not None
+            found = kept.load(name, known, env)
+            if found is not None:
+                self._memo[key] = (found, False)
+                return found, set(), False
+        store.COUNTS[f"blocking summary computed: {name}"] += 1
         record = self.program.functions[name]
         self._stack.append(name)
         try:
@@ -125,9 +145,13 @@ class BlockingAnalysis:
                 passes,
             )
         cut = walk.cut - {name}
+        tainted = cyclic or walk.tainted
         if not cut:
-            self._memo[key] = result
-        return result, cut
+            self._memo[key] = (result, tainted)
+            if not tainted:
+                assert kept is not None
+                kept.save(name, known, env, result)
+        return result, cut, tainted
 
     def entry_facts(
         self, name: str, call: CallSite | None, known: Mapping[Cond, Any]
@@ -197,6 +221,7 @@ class _Walk:
         self.returns: list[State] = []
         self.loops: list[tuple[list[State], list[State]]] = []
         self.cut: set[str] = set()
+        self.tainted = False  # entered a function on a cycle of calls (`summary`)
 
     # -- statements ----------------------------------------------------------------------------
     def round_body(self, loop: Stmt, header: list[CallSite], start: State) -> State | None:
@@ -432,14 +457,16 @@ class _Walk:
     ) -> State:
         if self.a.on_stack(name):
             self.cut.add(name)
+            self.tainted = self.tainted or name != self.fn
             return state
         record = self.a.program.functions[name]
         env = {}
         if call is not None:
             env = placements(record, call, state.env, self.a.classify.placement.attribute)
         known = self.a.entry_facts(name, call, state.known)
-        summary, cut = self.a.summary(name, known, env)
+        summary, cut, tainted = self.a.summary(name, known, env)
         self.cut |= cut
+        self.tainted = self.tainted or tainted
         return self.apply(summary, state, hop, cadence)
 
     def apply(self, summary: Summary, state: State, hop: Hop, cadence: str | None) -> State:

@@ -63,7 +63,8 @@ class CallClassifier:
             return f"cadence helper `{record.info.qualname}` (config `cadence-helpers`)"
         return None
 
-    def _properties(self) -> frozenset[str]:
+    def property_names(self) -> frozenset[str]:
+        """Names some class of the program defines as a property (reading one may run code)."""
         if self._property_names is None:
             self._property_names = frozenset(
                 record.info.name
@@ -75,7 +76,7 @@ class CallClassifier:
 
     def property_targets(self, record: FunctionRecord, ref: Segs) -> tuple[str, ...]:
         """`self.budget` where `budget` is a property: reading it runs the getter."""
-        if len(ref) < 2 or ref[-1] not in self._properties() or CALL in ref or SUBSCRIPT in ref:
+        if len(ref) < 2 or ref[-1] not in self.property_names() or CALL in ref or SUBSCRIPT in ref:
             return ()
         key = (record.qualname, ref)
         if key in self._property_memo:

@@ -81,7 +81,7 @@ class RoundContext:
         """Global facts restated for `self` where a constructor of the method's class copies
         the setting (`self.pp_size = get_config().pp_size`) and nothing reassigns the copy."""
         out: dict[Cond, Any] = {}
-        aliases = self._aliases_of(record)
+        aliases = self.aliases_of(record)
         if not aliases:
             return out
         for cond, value in self.global_facts(facts).items():
@@ -92,7 +92,8 @@ class RoundContext:
                         out[renamed] = value
         return out
 
-    def _aliases_of(self, record: FunctionRecord) -> dict[tuple[str, ...], tuple[str, ...]]:
+    def aliases_of(self, record: FunctionRecord) -> dict[tuple[str, ...], tuple[str, ...]]:
+        """Settings a constructor of the method's class copies to `self` (getter -> attribute)."""
         cls = f"{record.module}.{record.info.cls}" if record.info.cls else ""
         if cls not in self.program.classes:
             return {}

@@ -168,6 +168,12 @@ class AttributePlacement:
             self._attrs = self._index()
         return self._attrs.get(name)
 
+    def table(self) -> dict[str, str | None]:
+        """Every attribute name assigned in the program, with its placement (None: unknown)."""
+        if self._attrs is None:
+            self._attrs = self._index()
+        return self._attrs
+
     def _index(self) -> dict[str, str | None]:
         found: dict[str, str | None] = {}
         seen: set[str] = set()
