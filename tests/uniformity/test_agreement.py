@@ -235,3 +235,28 @@ def test_a_group_named_for_what_it_coordinates_is_a_group(program_of) -> None:
         "self.tp_group = tp_group", "self.tp_group = params.tp_cache_group"
     )
     assert run(program_of, code.format(group=", group=params.tp_cache_group")) == []
+
+
+# An object is not a value: a program class's constructor that runs a collective over one of
+# the groups it is handed (sglang's FlexKV connector, built with the PP, attention-TP and CP
+# groups) makes an object whose fields carry their own flows, not "a value agreed over PP".
+def test_an_object_built_with_a_collective_is_not_a_value_agreed_over_its_group(
+    program_of,
+) -> None:
+    code = (
+        "class Conn:\n"
+        "    def __init__(self, pp_group, tp_group):\n"
+        "        self.ready = torch.zeros(1)\n"
+        "        dist.all_reduce(self.ready, group=pp_group)\n"
+        "        self.tp_group = tp_group\n"
+        "        self.layerwise = True\n\n"
+        "class S:\n"
+        "    def __init__(self, pp_group, tp_group):\n"
+        "        self.tp_group = tp_group\n"
+        "        self.conn = Conn(pp_group, tp_group)\n\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            if self.conn.layerwise:\n"
+        "                dist.barrier(group=self.tp_group)\n"
+    )
+    assert run(program_of, code) == []

@@ -5,14 +5,12 @@ earlier value: a count overwritten by what a collective returned is uniform from
 comes from outside the function stays symbolic (parameters, attributes, globals, callees'
 results) and becomes edges into those nodes; `flow.py` solves them program-wide.
 
-Rules the walk applies, each general:
-- a collective's result, and a tensor it reduced or broadcast in place, is agreed by the group;
-- a container holds what was fed into it (`append`, `put`, `extend`, ...): its truth and length
-  follow those values, so a queue fed only with broadcast requests is uniform;
-- placement is not data: `device=` and friends, `.to(...)`'s arguments and `torch.device(...)`
-  never make a value vary;
-- `x is None` tests existence, not contents: the operand's labels do not count there;
-- the launcher's environment is uniform, except the variables it sets per rank (`RANK`, ...).
+Rules the walk applies, each general: a collective's result, and a tensor it reduced or
+broadcast in place, is agreed by the group; a container holds what was fed into it (`append`,
+`put`, ...), its truth and length follow those values; placement is not data (`device=`,
+`.to(...)`'s arguments, `torch.device(...)`); `x is None` tests existence, not contents; an
+object a program class builds is not a value (its fields carry their own flows); the
+launcher's environment is uniform, except the variables it sets per rank (`RANK`, ...).
 
 Limits, on purpose: implicit flows (a value assigned under a varying branch) are not tracked;
 parameters are context-insensitive; attribute paths are kept per function and fall back to the
@@ -254,7 +252,9 @@ class Walker:
             drawn = catalog.generator_drawn(names) if kind == "random" else ""
             source = self.source(kind, call.text + "()", call.line)
             result[replace(source, generator=drawn)] = ()
-        elif any(n in catalog.environment_reads for n in names) and self._rank_variable(call):
+        elif any(n in catalog.environment_reads for n in names) and catalog.is_rank_variable(
+            call.operands[0].const if call.operands else None
+        ):
             result[self.source("rank-id", f"{call.text}({call.args[0]})", call.line)] = ()
         segs = call.target
         placement = any(n in catalog.placement_calls or n in catalog.shape_calls for n in names)
@@ -295,12 +295,16 @@ class Walker:
                 for _operand, labels in operands:
                     merge(result, labels)
             return result
-        merge(result, agreed)
+        # An object, not a value, whatever collectives building it ran.
+        builds = segs[-1:] != ("__init__",) and all(t.endswith(".__init__") for t in internal)
+        if not builds:
+            merge(result, agreed)
         step = self.step(call.line, call.text + "(…)")
         for target in internal:
             callee = program.functions[target]
-            result[("ret", target)] = ()
-            if not entered:
+            if not builds:
+                result[("ret", target)] = ()
+            if not entered and not builds:
                 result[("decided", target)] = ()
             self.forget_stored(target, env)
             passed = self.bind_params(callee, call, operands)
@@ -326,10 +330,6 @@ class Walker:
         if len(target) == 1:
             return {}
         return self.ref(read, env, call.line, target[-1] in self.catalog.size_methods)
-
-    def _rank_variable(self, call: CallSite) -> bool:
-        first = call.operands[0].const if call.operands else None
-        return first is not None and first.strip("'\"") in self.catalog.rank_environment
 
     def bind_params(
         self, callee: FunctionRecord, call: CallSite, operands: list[tuple[Operand, Labels]]
