@@ -68,6 +68,7 @@ from rankguard.catalogs.catalog import BlockingCatalog, CollectiveCatalog
 from rankguard.catalogs.rank_sources import rank_source_catalog
 from rankguard.core.chains import Hop
 from rankguard.model.facts import Cond, assume, contradicts, forget, pure
+from rankguard.model.placement import asserted
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt
@@ -305,6 +306,8 @@ class _Walk:
         return state.evolve(pending=pending)
 
     def assume(self, state: State, cond: Cond, positive: bool) -> State:
+        env = asserted(cond, positive, state.env, state.known, self.a.classify.placement.attribute)
+        state = state if env is state.env else state.evolve(env=env)
         facts = {c: v for c, v in assume(cond, positive).items() if pure(c)}
         if not facts:
             return state
@@ -340,9 +343,9 @@ class _Walk:
         return state.evolve(env={k: v for k, v in state.env.items() if k not in names})
 
     def loop(self, stmt: Stmt, state: State, guards: Guards, cadence: str | None) -> State | None:
-        # A `for` header advances what it iterates: a generator's body runs here.
-        header = self.calls(stmt.calls, state, guards, cadence, advance=True)
-        state = self._forget(header, stmt.targets)
+        # A `for` header advances what it iterates: a generator's body runs here. Its target
+        # takes an element of what it iterates, which lives where that does.
+        state = self.assign(stmt, self.calls(stmt.calls, state, guards, cadence, advance=True))
         entry = current = state
         breaks: list[State] = []
         for _ in range(_MAX_LOOP_PASSES):
@@ -441,7 +444,7 @@ class _Walk:
             elif target.name in self.a.program.functions:
                 if not advance and target.via != "advanced" and self.a.suspended(target.name):
                     continue  # a generator: its body runs where it is advanced
-                outcomes.append(self.enter(target.name, state, hop, cadence, call))
+                outcomes.append(self.enter(target.name, state, hop, cadence, call, stmt_calls))
         if not outcomes:
             return state
         return join(outcomes) or state
@@ -453,7 +456,13 @@ class _Walk:
         return state
 
     def enter(
-        self, name: str, state: State, hop: Hop, cadence: str | None, call: CallSite | None = None
+        self,
+        name: str,
+        state: State,
+        hop: Hop,
+        cadence: str | None,
+        call: CallSite | None = None,
+        stmt_calls: Sequence[CallSite] = (),
     ) -> State:
         if self.a.on_stack(name):
             self.cut.add(name)
@@ -462,7 +471,8 @@ class _Walk:
         record = self.a.program.functions[name]
         env = {}
         if call is not None:
-            env = placements(record, call, state.env, self.a.classify.placement.attribute)
+            attrs = self.a.classify.placement.attribute
+            env = placements(record, call, stmt_calls, state.env, attrs)
         known = self.a.entry_facts(name, call, state.known)
         summary, cut, tainted = self.a.summary(name, known, env)
         self.cut |= cut

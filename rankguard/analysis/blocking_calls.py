@@ -27,7 +27,14 @@ from rankguard.catalogs.caching import caching_catalog
 from rankguard.catalogs.catalog import BlockingCatalog, BlockingEntry
 from rankguard.core.chains import Hop
 from rankguard.model.facts import Facts
-from rankguard.model.placement import CPU, DEVICE, AttributePlacement, of_segs, produced
+from rankguard.model.placement import (
+    DEVICE,
+    HOST,
+    AttributePlacement,
+    bound,
+    of_segs,
+    produced,
+)
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord, Target
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt, segs_text
@@ -135,8 +142,9 @@ class CallClassifier:
         if any(unreachable_while(call, taken, m, False) for m in entry.ready):
             return None
         if guard == "tensor-device":
+            env = bound(call, env, known or {}, self.placement.attribute)
             fact = receiver_fact(call, stmt_calls, env, self.placement.attribute)
-            if fact == CPU:
+            if fact in HOST:
                 return None
             if fact == DEVICE:
                 confidence, note = "high", "the tensor is known to live on a device"

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from rankguard.analysis.precision import made_by
 from rankguard.model.facts import (
     FALSY,
     TRUTHY,
@@ -217,16 +218,24 @@ def bindings(callee: FunctionRecord, call: CallSite, known: Mapping[Cond, Any]) 
 
 
 def placements(
-    callee: FunctionRecord, call: CallSite, env: Mapping[str, str], attrs: Attrs
+    callee: FunctionRecord,
+    call: CallSite,
+    stmt_calls: Sequence[CallSite],
+    env: Mapping[str, str],
+    attrs: Attrs,
 ) -> dict[str, str]:
     """Where the tensors passed to `callee` live, per parameter: a local's fact or an
-    attribute's placement (`f(ids_cpu, batch.seq_lens_cpu)`)."""
+    attribute's placement (`f(ids_cpu, batch.seq_lens_cpu)`), or what the call that makes the
+    argument gives (`f(torch.arange(n, device="cpu"))`)."""
     out: dict[str, str] = {}
-    for name, (_, text) in _passed(callee, call).items():
+    positional = [o for o in call.operands if o.keyword is None]
+    for name, (key, text) in _passed(callee, call).items():
         parts = tuple(text.split("."))
-        if not all(p.isidentifier() for p in parts):
-            continue  # only plain names and attribute chains
-        place = of_segs(parts, env, attrs)
+        if all(p.isidentifier() for p in parts):
+            place = of_segs(parts, env, attrs)
+        else:
+            operand = positional[int(key)] if key.isdigit() else call.operand(key)
+            place = made_by(operand, call, stmt_calls, env, attrs) if operand else None
         if place is not None:
             out[name] = place
     return out
