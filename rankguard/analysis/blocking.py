@@ -57,11 +57,13 @@ from rankguard.analysis.blocking_types import (
 )
 from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.context import SELF, RoundContext, bindings, placements
+from rankguard.analysis.hardware import platform_facts
 from rankguard.analysis.precision import assigned_fact, cadence_of
 from rankguard.analysis.reach import edge_of, followed
 from rankguard.analysis.rounds import Round
 from rankguard.analysis.single_rank import peer_facts
 from rankguard.catalogs.catalog import BlockingCatalog, CollectiveCatalog
+from rankguard.catalogs.platforms import Platforms, platform_catalog
 from rankguard.catalogs.rank_sources import rank_source_catalog
 from rankguard.core.chains import Hop
 from rankguard.model.facts import Cond, assume, contradicts, forget, pure
@@ -83,8 +85,10 @@ class BlockingAnalysis:
         collectives: CollectiveCatalog,
         catalog: BlockingCatalog,
         cadence_helpers: Sequence[str] = (),
+        platforms: Platforms | None = None,
     ) -> None:
         self.program = program
+        self.platforms = platforms or platform_catalog()
         self.collectives = collectives
         self.catalog = catalog
         self.classify = CallClassifier(program, catalog, cadence_helpers)
@@ -154,9 +158,11 @@ class BlockingAnalysis:
 
     def infeasible(self, cond: Cond, positive: bool, known: Mapping[Cond, Any]) -> bool:
         """Taking this side of `cond` contradicts the facts, or needs a group of one rank
-        (`analysis.single_rank`: nobody can wait for a straggler there)."""
-        peers = peer_facts(cond, self.ranks)  # what is known wins: the normal loop's pp_size <= 1
-        return contradicts(cond, positive, {**peers, **known} if peers else known)
+        (`analysis.single_rank`: nobody can wait for a straggler there), or runs only on a
+        platform the run does not analyse (`analysis.hardware`)."""
+        ambient = {**platform_facts(cond, self.platforms), **peer_facts(cond, self.ranks)}
+        # What is known wins: the normal loop's pp_size <= 1.
+        return contradicts(cond, positive, {**ambient, **known} if ambient else known)
 
     def on_stack(self, name: str) -> bool:
         return name in self._stack
@@ -434,6 +440,8 @@ class _Walk:
             self.cut.add(name)
             return state
         record = self.a.program.functions[name]
+        if self.a.platforms.foreign(record.module):
+            return state  # another platform's code (`catalogs.platforms`): not run here
         env = {}
         if call is not None:
             env = placements(record, call, state.env, self.a.classify.placement.attribute)
