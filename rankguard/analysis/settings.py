@@ -7,15 +7,16 @@ knows `pp_size > 1` (the launcher chose the pipeline loop on it) it also knows o
 scheduling is off, though the loop reads that setting through another object
 (`get_schedule().disable_overlap_schedule`).
 
-A setting is known by its attribute name: the validated object (a parameter named like a
-configuration, `cfg`, `server_args`) and the getters the loops read (`get_parallel().pp_size`)
-are views of one argument set in these codebases. Only implications whose every premise and
-conclusion read settings of the one validated object are kept; a premise the round does not
-know decides nothing.
+A setting is known by its attribute name: the validated object (a parameter or local named like
+a configuration: `cfg`, `server_args`, `cfg = view(server_args)`) and the getters the loops
+read (`get_parallel().pp_size`) are views of one argument set in these codebases. Only
+implications whose every premise and conclusion read settings of the one validated object are
+kept; a premise the round does not know decides nothing.
 """
 
 from __future__ import annotations
 
+import builtins
 import re
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
@@ -34,11 +35,13 @@ from rankguard.model.facts import (
 )
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
+from rankguard.model.stores import bound_names
 from rankguard.summary.ir import CALL, SUBSCRIPT, Segs, Stmt, walk_statements
 
 SETTING = "<setting>"
 # Parameter names a validation function receives the configuration under.
 _CONFIG_NAME = re.compile(r"^(cfg|conf|config|args|settings|options|opts)$|_(args|cfg|config)$")
+_NOT_GETTERS = frozenset(dir(builtins)) | {"self", "super()"}
 _ROUNDS = 4  # implications chain (pp => no overlap => ...); a few steps reach every one used
 
 Premise = tuple[Cond, bool]
@@ -53,6 +56,7 @@ class Settings:
         self._implications: list[Implication] | None = None
         self._readers: dict[str, tuple[Segs, ...]] | None = None
         self._callers: Callers | None = None
+        self._unguarded: dict[str, bool] = {}
         self._derived: dict[frozenset[tuple[Cond, Any]], dict[Cond, Any]] = {}
 
     def derive(self, known: Mapping[Cond, Any]) -> dict[Cond, Any]:
@@ -112,10 +116,12 @@ class Settings:
         return self._implications
 
     def _of_function(self, fn: FunctionRecord) -> Iterator[Implication]:
-        roots = {p.name for p in fn.info.params if _CONFIG_NAME.search(p.name)}
+        roots = {name for name in bound_names(fn) if _CONFIG_NAME.search(name)}
         if not roots:
             return
-        for guards, check in _checks(fn.info.body, ()) if self._runs_unguarded(fn) else ():
+        if not self._runs_unguarded(fn):
+            return  # what a function run only in some mode checks holds only in that mode
+        for guards, check in _checks(fn.info.body, ()):
             for root in roots:
                 premises = tuple((_canonical(c, root), side) for c, side in guards)
                 conclusion = _canonical(check, root)
@@ -137,14 +143,22 @@ class Settings:
                             yield premises, conclusion  # type: ignore[misc]
 
     def _runs_unguarded(self, fn: FunctionRecord) -> bool:
-        """No caller calls `fn` under a condition: its checks are not tied to one (a guarded
-        call gives its caller's guards as premises instead)."""
+        """Every call of `fn` is unconditional, in a function that itself runs unconditionally,
+        up to functions nothing calls (entry points, hooks run from a table): what `fn` checks
+        is then checked on every start-up, tied to no mode. A guarded call gives its caller's
+        guards as premises instead (`_of_function`)."""
         if self._callers is None:
             self._callers = callers(self.program)
-        return all(
-            _guards(self.program.functions[caller].info.body, call) == []
-            for caller, call in self._callers.get(fn.qualname, ())
-        )
+        found = self._unguarded.get(fn.qualname)
+        if found is None:
+            self._unguarded[fn.qualname] = False  # a cycle proves nothing
+            found = all(
+                _guards(self.program.functions[caller].info.body, call) == []
+                and self._runs_unguarded(self.program.functions[caller])
+                for caller, call in self._callers.get(fn.qualname, ())
+            )
+            self._unguarded[fn.qualname] = found
+        return found
 
     def readers(self) -> dict[str, tuple[Segs, ...]]:
         """Setting name -> the getter calls it is read through (`get_schedule()`)."""
@@ -236,10 +250,12 @@ def _canonical(cond: Cond, root: str) -> Cond | None:
 
 
 def _getter_read(segs: Segs) -> bool:
+    """`get_schedule().name`: a setting read through a module-level getter (not a builtin's
+    result such as `getattr(x, n).device`)."""
     return (
         len(segs) == 3
         and segs[1] == CALL
-        and segs[0] not in ("self", "super()")
+        and segs[0] not in _NOT_GETTERS
         and segs[2] not in (CALL, SUBSCRIPT)
     )
 

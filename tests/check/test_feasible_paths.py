@@ -298,6 +298,12 @@ VALIDATED = """
             assert cfg.chunked
         if cfg.eager and cfg.pp_size > 1:
             raise ValueError("eager mode runs one stage")
+        if cfg.legacy:
+            check_legacy(cfg)
+
+    def check_legacy(cfg):
+        if cfg.pp_size > 1:
+            assert not cfg.fused
 
     class S:
         def __init__(self):
@@ -314,6 +320,8 @@ VALIDATED = """
                     open("x")  # expect
                 if get_schedule().eager:
                     gc.collect()  # {overlap}
+                if get_schedule().fused:
+                    subprocess.run(["x"])  # expect
                 dist.barrier()
 
     def run(s: S):
@@ -332,7 +340,8 @@ def test_what_the_configuration_validation_asserts_holds_in_the_round(
     """The launcher picks the pipeline loop on `pp_size > 1`, and start-up validation asserts
     that pipelining runs with overlap scheduling off (and raises on eager mode): the loop's
     overlap and eager branches cannot run, though it reads the settings through other getters.
-    An implication whose premise the round does not know (`pp_size > 2`) decides nothing."""
+    An implication whose premise the round does not know (`pp_size > 2`) decides nothing, and
+    neither does a check that runs only in some mode (`if cfg.legacy: check_legacy(cfg)`)."""
     _assert_marked(
         tmp_path,
         VALIDATED.format(guard=guard, overlap=overlap),
