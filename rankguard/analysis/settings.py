@@ -84,6 +84,8 @@ class Settings:
                     truth(evaluate(c, settings)) is side for c, side in premises
                 ):
                     continue
+                if truth(evaluate(conclusion, settings)) is False:
+                    continue  # contradicts what the round knows: a check we misread
                 settings.update(complemented(assume(conclusion, True)))
                 settings.setdefault(conclusion, TRUTHY)
                 added = True
@@ -119,8 +121,10 @@ class Settings:
         roots = {name for name in bound_names(fn) if _CONFIG_NAME.search(name)}
         if not roots:
             return
-        if not self._runs_unguarded(fn):
-            return  # what a function run only in some mode checks holds only in that mode
+        if not self._callers_of(fn) or not self._runs_unguarded(fn):
+            # What a function run only in some mode checks holds only in that mode; one
+            # nothing calls may be a hook a registry runs for one model or feature.
+            return
         for guards, check in _checks(fn.info.body, ()):
             for root in roots:
                 premises = tuple((_canonical(c, root), side) for c, side in guards)
@@ -142,20 +146,23 @@ class Settings:
                         if conclusion is not None:
                             yield premises, conclusion  # type: ignore[misc]
 
+    def _callers_of(self, fn: FunctionRecord) -> list[tuple[str, Any]]:
+        if self._callers is None:
+            self._callers = callers(self.program)
+        return self._callers.get(fn.qualname, [])
+
     def _runs_unguarded(self, fn: FunctionRecord) -> bool:
         """Every call of `fn` is unconditional, in a function that itself runs unconditionally,
         up to functions nothing calls (entry points, hooks run from a table): what `fn` checks
         is then checked on every start-up, tied to no mode. A guarded call gives its caller's
         guards as premises instead (`_of_function`)."""
-        if self._callers is None:
-            self._callers = callers(self.program)
         found = self._unguarded.get(fn.qualname)
         if found is None:
             self._unguarded[fn.qualname] = False  # a cycle proves nothing
             found = all(
                 _guards(self.program.functions[caller].info.body, call) == []
                 and self._runs_unguarded(self.program.functions[caller])
-                for caller, call in self._callers.get(fn.qualname, ())
+                for caller, call in self._callers_of(fn)
             )
             self._unguarded[fn.qualname] = found
         return found

@@ -305,6 +305,9 @@ VALIDATED = """
         if cfg.pp_size > 1:
             assert not cfg.fused
 
+    def start():
+        validate(_CFG)
+
     class S:
         def __init__(self):
             self.enable_overlap = not get_schedule().disable_overlap
