@@ -41,7 +41,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from rankguard.adapters import store
+from rankguard.adapters.keyed import KeyedStore
 from rankguard.analysis.blocking_calls import CallClassifier
+from rankguard.analysis.blocking_keep import KeptSummaries
 from rankguard.analysis.blocking_types import (
     BlockingCall,
     Guards,
@@ -67,6 +70,7 @@ from rankguard.catalogs.platforms import Platforms, platform_catalog
 from rankguard.catalogs.rank_sources import rank_source_catalog
 from rankguard.core.chains import Hop
 from rankguard.model.facts import Cond, assume, contradicts, forget, pure
+from rankguard.model.placement import asserted
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt
@@ -86,7 +90,11 @@ class BlockingAnalysis:
         catalog: BlockingCatalog,
         cadence_helpers: Sequence[str] = (),
         platforms: Platforms | None = None,
+        store: KeyedStore | None = None,
+        salt: str = "",
     ) -> None:
+        """With a `store`, summaries are kept across runs (`analysis.blocking_keep`); `salt`
+        must then name everything else they depend on: the configuration and this code."""
         self.program = program
         self.platforms = platforms or platform_catalog()
         self.collectives = collectives
@@ -94,19 +102,32 @@ class BlockingAnalysis:
         self.classify = CallClassifier(program, catalog, cadence_helpers)
         self.context = RoundContext(program)
         self.ranks = rank_source_catalog()
-        self._memo: dict[MemoKey, Summary] = {}
+        self._memo: dict[MemoKey, tuple[Summary, bool]] = {}
         self._stack: list[str] = []
+        self.kept = (
+            KeptSummaries(program, self.classify, self.context, store, salt) if store else None
+        )
 
     # -- summaries -----------------------------------------------------------------------------
     def summary(
         self, name: str, known: Mapping[Cond, Any], env: Mapping[str, str]
-    ) -> tuple[Summary, set[str]]:
-        """`name`'s summary under `known` and `env` (facts on entry), and the functions still on
-        the stack that it was cut short at."""
+    ) -> tuple[Summary, set[str], bool]:
+        """`name`'s summary under `known` and `env` (facts on entry), the functions still on
+        the stack that it was cut short at, and whether it touched a function on a cycle of
+        calls (then it is never kept across runs: `analysis.blocking_keep`)."""
         key = (name, frozenset(known.items()), frozenset(env.items()))
         memo = self._memo.get(key)
         if memo is not None:
-            return memo, set()
+            return memo[0], set(), memo[1]
+        kept = self.kept
+        cyclic = kept is None or kept.cyclic(name)
+        if not cyclic:
+            assert kept is not None
+            found = kept.load(name, known, env)
+            if found is not None:
+                self._memo[key] = (found, False)
+                return found, set(), False
+        store.COUNTS[f"blocking summary computed: {name}"] += 1
         record = self.program.functions[name]
         self._stack.append(name)
         try:
@@ -129,9 +150,13 @@ class BlockingAnalysis:
                 passes,
             )
         cut = walk.cut - {name}
+        tainted = cyclic or walk.tainted
         if not cut:
-            self._memo[key] = result
-        return result, cut
+            self._memo[key] = (result, tainted)
+            if not tainted:
+                assert kept is not None
+                kept.save(name, known, env, result)
+        return result, cut, tainted
 
     def entry_facts(
         self, name: str, call: CallSite | None, known: Mapping[Cond, Any]
@@ -203,6 +228,7 @@ class _Walk:
         self.returns: list[State] = []
         self.loops: list[tuple[list[State], list[State]]] = []
         self.cut: set[str] = set()
+        self.tainted = False  # entered a function on a cycle of calls (`summary`)
 
     # -- statements ----------------------------------------------------------------------------
     def round_body(self, loop: Stmt, header: list[CallSite], start: State) -> State | None:
@@ -286,6 +312,8 @@ class _Walk:
         return state.evolve(pending=pending)
 
     def assume(self, state: State, cond: Cond, positive: bool) -> State:
+        env = asserted(cond, positive, state.env, state.known, self.a.classify.placement.attribute)
+        state = state if env is state.env else state.evolve(env=env)
         facts = {c: v for c, v in assume(cond, positive).items() if pure(c)}
         if not facts:
             return state
@@ -321,9 +349,9 @@ class _Walk:
         return state.evolve(env={k: v for k, v in state.env.items() if k not in names})
 
     def loop(self, stmt: Stmt, state: State, guards: Guards, cadence: str | None) -> State | None:
-        # A `for` header advances what it iterates: a generator's body runs here.
-        header = self.calls(stmt.calls, state, guards, cadence, advance=True)
-        state = self._forget(header, stmt.targets)
+        # A `for` header advances what it iterates: a generator's body runs here. Its target
+        # takes an element of what it iterates, which lives where that does.
+        state = self.assign(stmt, self.calls(stmt.calls, state, guards, cadence, advance=True))
         entry = current = state
         breaks: list[State] = []
         for _ in range(_MAX_LOOP_PASSES):
@@ -422,7 +450,7 @@ class _Walk:
             elif target.name in self.a.program.functions:
                 if not advance and target.via != "advanced" and self.a.suspended(target.name):
                     continue  # a generator: its body runs where it is advanced
-                outcomes.append(self.enter(target.name, state, hop, cadence, call))
+                outcomes.append(self.enter(target.name, state, hop, cadence, call, stmt_calls))
         if not outcomes:
             return state
         return join(outcomes) or state
@@ -434,20 +462,29 @@ class _Walk:
         return state
 
     def enter(
-        self, name: str, state: State, hop: Hop, cadence: str | None, call: CallSite | None = None
+        self,
+        name: str,
+        state: State,
+        hop: Hop,
+        cadence: str | None,
+        call: CallSite | None = None,
+        stmt_calls: Sequence[CallSite] = (),
     ) -> State:
         if self.a.on_stack(name):
             self.cut.add(name)
+            self.tainted = self.tainted or name != self.fn
             return state
         record = self.a.program.functions[name]
         if self.a.platforms.foreign(record.module):
             return state  # another platform's code (`catalogs.platforms`): not run here
         env = {}
         if call is not None:
-            env = placements(record, call, state.env, self.a.classify.placement.attribute)
+            attrs = self.a.classify.placement.attribute
+            env = placements(record, call, stmt_calls, state.env, attrs)
         known = self.a.entry_facts(name, call, state.known)
-        summary, cut = self.a.summary(name, known, env)
+        summary, cut, tainted = self.a.summary(name, known, env)
         self.cut |= cut
+        self.tainted = self.tainted or tainted
         return self.apply(summary, state, hop, cadence)
 
     def apply(self, summary: Summary, state: State, hop: Hop, cadence: str | None) -> State:

@@ -27,7 +27,14 @@ from rankguard.catalogs.caching import caching_catalog
 from rankguard.catalogs.catalog import BlockingCatalog, BlockingEntry
 from rankguard.core.chains import Hop
 from rankguard.model.facts import Facts
-from rankguard.model.placement import CPU, DEVICE, AttributePlacement, of_segs, produced
+from rankguard.model.placement import (
+    DEVICE,
+    HOST,
+    AttributePlacement,
+    bound,
+    of_segs,
+    produced,
+)
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord, Target
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt, segs_text
@@ -63,7 +70,8 @@ class CallClassifier:
             return f"cadence helper `{record.info.qualname}` (config `cadence-helpers`)"
         return None
 
-    def _properties(self) -> frozenset[str]:
+    def property_names(self) -> frozenset[str]:
+        """Names some class of the program defines as a property (reading one may run code)."""
         if self._property_names is None:
             self._property_names = frozenset(
                 record.info.name
@@ -75,7 +83,7 @@ class CallClassifier:
 
     def property_targets(self, record: FunctionRecord, ref: Segs) -> tuple[str, ...]:
         """`self.budget` where `budget` is a property: reading it runs the getter."""
-        if len(ref) < 2 or ref[-1] not in self._properties() or CALL in ref or SUBSCRIPT in ref:
+        if len(ref) < 2 or ref[-1] not in self.property_names() or CALL in ref or SUBSCRIPT in ref:
             return ()
         key = (record.qualname, ref)
         if key in self._property_memo:
@@ -134,8 +142,9 @@ class CallClassifier:
         if any(unreachable_while(call, taken, m, False) for m in entry.ready):
             return None
         if guard == "tensor-device":
+            env = bound(call, env, known or {}, self.placement.attribute)
             fact = receiver_fact(call, stmt_calls, env, self.placement.attribute)
-            if fact == CPU:
+            if fact in HOST:
                 return None
             if fact == DEVICE:
                 confidence, note = "high", "the tensor is known to live on a device"

@@ -46,7 +46,7 @@ class BlockingCall:
         return (self.path, self.line, self.col, self.callee)
 
     def below(self, hop: Hop, cadence: str | None) -> BlockingCall:
-        return _with(self, chain=(hop, *self.chain), cadenced=self.cadenced or cadence)
+        return copied(self, chain=(hop, *self.chain), cadenced=self.cadenced or cadence)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -100,10 +100,10 @@ class State:
     taken: tuple[tuple[Cond, bool], ...] = ()
 
     def evolve(self, **changes: Any) -> State:
-        return _with(self, **changes)
+        return copied(self, **changes)
 
 
-def _with(record: _R, **changes: Any) -> _R:
+def copied(record: _R, **changes: Any) -> _R:
     """`dataclasses.replace` for the frozen records here (no slots, no `__post_init__`)
     without re-running `__init__`: five times cheaper, and summaries are re-chained millions
     of times on a large tree (every summary applied at every call site that enters it)."""
@@ -169,4 +169,4 @@ class Regions:
 
 
 def cadenced(call: BlockingCall, reason: str) -> BlockingCall:
-    return call if call.cadenced else _with(call, cadenced=reason)
+    return call if call.cadenced else copied(call, cadenced=reason)

@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from rankguard.analysis.precision import made_by
 from rankguard.analysis.settings import Settings
 from rankguard.model.facts import (
     UNKNOWN,
@@ -87,11 +88,11 @@ class RoundContext:
         settings = self.global_facts(facts)
         if not settings:
             return out
-        for target, tree in self._computed_of(record).items():
+        for target, tree in self.computed_of(record).items():
             value = evaluate(tree, settings)
             if value is not UNKNOWN and self.stable(("ref", target)):
                 out[("ref", target)] = value
-        aliases = self._aliases_of(record)
+        aliases = self.aliases_of(record)
         for cond, value in settings.items():
             for source, target in aliases.items():
                 if any(segs == source for segs in refs(cond)):
@@ -100,7 +101,8 @@ class RoundContext:
                         out[renamed] = value
         return out
 
-    def _aliases_of(self, record: FunctionRecord) -> dict[tuple[str, ...], tuple[str, ...]]:
+    def aliases_of(self, record: FunctionRecord) -> dict[tuple[str, ...], tuple[str, ...]]:
+        """Settings a constructor of the method's class copies to `self` (getter -> attribute)."""
         cls = f"{record.module}.{record.info.cls}" if record.info.cls else ""
         if cls not in self.program.classes:
             return {}
@@ -119,7 +121,7 @@ class RoundContext:
             self._aliases[cls] = cached
         return cached
 
-    def _computed_of(self, record: FunctionRecord) -> dict[Segs, Cond]:
+    def computed_of(self, record: FunctionRecord) -> dict[Segs, Cond]:
         """`self.x = <expression>` set once, unconditionally, by the constructors of the
         method's class (`self.enable_overlap = not get_config().disable_overlap`): what the
         settings decide of the expression, they decide of the attribute."""
@@ -248,16 +250,24 @@ def bindings(callee: FunctionRecord, call: CallSite, known: Mapping[Cond, Any]) 
 
 
 def placements(
-    callee: FunctionRecord, call: CallSite, env: Mapping[str, str], attrs: Attrs
+    callee: FunctionRecord,
+    call: CallSite,
+    stmt_calls: Sequence[CallSite],
+    env: Mapping[str, str],
+    attrs: Attrs,
 ) -> dict[str, str]:
     """Where the tensors passed to `callee` live, per parameter: a local's fact or an
-    attribute's placement (`f(ids_cpu, batch.seq_lens_cpu)`)."""
+    attribute's placement (`f(ids_cpu, batch.seq_lens_cpu)`), or what the call that makes the
+    argument gives (`f(torch.arange(n, device="cpu"))`)."""
     out: dict[str, str] = {}
-    for name, (_, text) in _passed(callee, call).items():
+    positional = [o for o in call.operands if o.keyword is None]
+    for name, (key, text) in _passed(callee, call).items():
         parts = tuple(text.split("."))
-        if not all(p.isidentifier() for p in parts):
-            continue  # only plain names and attribute chains
-        place = of_segs(parts, env, attrs)
+        if all(p.isidentifier() for p in parts):
+            place = of_segs(parts, env, attrs)
+        else:
+            operand = positional[int(key)] if key.isdigit() else call.operand(key)
+            place = made_by(operand, call, stmt_calls, env, attrs) if operand else None
         if place is not None:
             out[name] = place
     return out

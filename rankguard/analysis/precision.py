@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from rankguard.catalogs.catalog import BlockingEntry
 from rankguard.model.facts import FALSY, TRUTHY, Cond, Facts, Symbol, contradicts
 from rankguard.model.placement import Attrs, Env, of_segs, of_tree, produced
-from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt
+from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Operand, Segs, Stmt
 
 CLOCK = "clock"  # a local holding a time reading
 _CLOCKS = frozenset(("monotonic", "time", "perf_counter", "monotonic_ns", "time_ns"))
@@ -45,16 +45,27 @@ def value_fact(
         made = producer(stmt_calls, before, segs[:-1])
         if made is None:
             return None
-        return produced(
-            made, env, lambda: value_fact(made.target[:-1], stmt_calls, made, env, attrs)
-        )
+        return produced(made, env, lambda: receiver_fact(made, stmt_calls, env, attrs))
     return of_segs(segs, env, attrs)
+
+
+def made_by(
+    operand: Operand, call: CallSite, stmt_calls: Sequence[CallSite], env: Env, attrs: Attrs
+) -> str | None:
+    """Where an argument computed from one call's result alone lives (`f(torch.arange(n,
+    device="cpu"))`, `f(g(x) + 1)`): where that result does."""
+    if operand.ref or operand.const is not None or operand.reads or len(operand.calls) != 1:
+        return None
+    return value_fact((*operand.calls[0], CALL), stmt_calls, call, env, attrs)
 
 
 def receiver_fact(
     call: CallSite, stmt_calls: Sequence[CallSite], env: Env, attrs: Attrs
 ) -> str | None:
-    """What is known about the receiver of a method call (`x.item()`, `f(...).item()`)."""
+    """What is known about the receiver of a method call (`x.item()`, `f(...).item()`,
+    `(a % n).tolist()`: a computed receiver's value tree)."""
+    if call.receiver:
+        return of_tree(call.receiver, env, {}, attrs)
     receiver = call.target[:-1]
     return value_fact(receiver, stmt_calls, call, env, attrs) if receiver else None
 

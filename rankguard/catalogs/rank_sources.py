@@ -130,6 +130,10 @@ class RankSourceCatalog:
         last = name.rsplit(".", 1)[-1]
         return any(rx.match(last) for rx in self.rank_calls) and not self.is_uniform_name(last)
 
+    def is_rank_variable(self, text: str | None) -> bool:
+        """A quoted environment variable name the launcher sets per rank (`"LOCAL_RANK"`)."""
+        return text is not None and text.strip("'\"") in self.rank_environment
+
     def is_rank_name(self, name: str) -> bool:
         """`tp_rank`, `pp_rank`, `rank`, `rank_in_group`: a rank's own id, by its name."""
         if name in self.peers:

@@ -1,12 +1,17 @@
-"""Where a tensor lives: `cpu` (host memory, pinned or not), `device` (an accelerator), or
-unknown (None), read from value trees (`summary.conditions`) and call sites.
+"""Where a tensor lives: `cpu` (host memory, pinned or not), `device` (an accelerator),
+`scalar` (a Python number or list read off a tensor: host data, no tensor), or unknown (None),
+read from value trees (`summary.conditions`) and call sites.
 
 The rules are PyTorch's: factories allocate on the CPU unless given `device=`; `.cpu()`,
-`.numpy()`, `.tolist()`, `.item()` and `.pin_memory()` give host values, `.cuda()` a device
-one, `.to(x)` wherever `x` names; indexing and elementwise methods (`.sum()`, `.float()`,
-`.detach()`, ...) keep the placement of their receiver. A `torch.device(...)` or a device
-string is itself given the placement it names, so `device = torch.device("cpu" if c else
-"cuda")` followed by `torch.empty(n, device=device)` is decided by what is known of `c`.
+`.numpy()` and `.pin_memory()` give host tensors, `.item()` and `.tolist()` Python values,
+`.cuda()` a device tensor, `.to(x)` wherever `x` names (a dtype keeps the placement); indexing
+and elementwise methods (`.sum()`, `.float()`, `.detach()`, ...) keep the placement of their
+receiver. Operators and tensor functions (`a % n`, `x == 0`, `torch.cumsum(x)`, `F.pad(x, p)`)
+make their result where their tensor operands live (`combined`). A `torch.device(...)` or a
+device string is itself given the placement it names, so `device = torch.device("cpu" if c
+else "cuda")` followed by `torch.empty(n, device=device)` is decided by what is known of `c`.
+A test on a tensor's device (`assert x.device == cpu`, `if x.is_cpu:`) places it on the side
+taken (`asserted`).
 
 Attributes are placed program-wide, by name: an attribute every assignment in the program
 gives a host value (`self.seq_lens_cpu = seq_lens.cpu()`) is a host value wherever it is read.
@@ -18,13 +23,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from rankguard.model.facts import UNKNOWN, Facts, choose
+from rankguard.model.facts import UNKNOWN, Cond, Facts, choose
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt
 
-CPU, DEVICE = "cpu", "device"
+CPU, DEVICE, SCALAR = "cpu", "device", "scalar"
+HOST = frozenset((CPU, SCALAR))  # no device data: a sync on it reads nothing from a device
 
 FACTORIES = frozenset(
     (
@@ -35,7 +41,9 @@ FACTORIES = frozenset(
     )
 )  # fmt: skip
 _LIKE = frozenset(("zeros_like", "ones_like", "empty_like", "full_like"))
-_TO_HOST = frozenset(("cpu", "numpy", "tolist", "item", "pin_memory"))
+_COPIES = frozenset(("tensor", "as_tensor"))  # given a tensor, they keep its device
+_TO_HOST = frozenset(("cpu", "numpy", "pin_memory"))
+_TO_PYTHON = frozenset(("tolist", "item"))
 # Methods whose result lives where their receiver does.
 KEEPS = frozenset(
     (
@@ -45,6 +53,19 @@ KEEPS = frozenset(
         "any", "all", "nonzero", "sort", "topk", "values", "indices", "masked_fill",
         "index_select", "gather", "expand", "repeat", "narrow", "split", "chunk", "type",
         "clamp", "to_dense", "count_nonzero", "numel", "eq", "ne", "gt", "lt", "ge", "le",
+        "add", "sub", "mul", "div", "remainder", "floor_divide", "neg", "pow", "floor", "ceil",
+        "round", "exp", "log", "sqrt", "cumprod", "diff", "flip", "roll", "masked_select",
+    )
+)  # fmt: skip
+# Modules whose functions make tensors from tensors (`torch.cumsum(x)`, `F.pad(x, p)`; `F` is
+# PyTorch's own spelling of `torch.nn.functional`): the result lives with its operands.
+_TENSOR_MODULES = frozenset(
+    (("torch",), ("F",), ("torch", "nn", "functional"), ("nn", "functional"))
+)
+_DTYPES = frozenset(
+    (
+        "float", "float16", "float32", "float64", "bfloat16", "half", "double", "int", "int8",
+        "int16", "int32", "int64", "long", "short", "uint8", "bool", "complex64", "complex128",
     )
 )  # fmt: skip
 _ACCELERATORS = ("cuda", "npu", "xpu", "musa", "mps", "hpu")
@@ -82,10 +103,14 @@ def produced(call: CallSite, env: Env, receiver: Callable[[], str | None]) -> st
     method = target[-1] if target else ""
     if method in _TO_HOST:
         return CPU
+    if method in _TO_PYTHON:
+        return SCALAR
     if method == "cuda":
         return DEVICE
     if method == "to":
         device = call.kwarg("device") or (call.args[0] if call.args else None)
+        if device is None or _dtype(tuple(device.split("."))):
+            return receiver()
         return _text_placement(device, env)
     if len(target) == 2 and target[0] == "torch":
         if method == "device":
@@ -100,6 +125,26 @@ def produced(call: CallSite, env: Env, receiver: Callable[[], str | None]) -> st
     return None
 
 
+def combined(places: Iterable[str | None]) -> str | None:
+    """Where what an operator or a tensor function makes from its operands lives: on a device
+    if any operand is; on the host if a host tensor is among them (PyTorch refuses to mix a
+    host tensor with a device one, save a 0-dim host tensor: such a scalar is taken as the
+    rare case it is); a Python value if every operand is one; else unknown."""
+    seen = set(places)
+    if DEVICE in seen:
+        return DEVICE
+    if CPU in seen:
+        return CPU
+    return SCALAR if seen == {SCALAR} else None
+
+
+def agree(first: str | None, second: str | None) -> str | None:
+    """One placement for a value that is either: host data both ways counts as host."""
+    if first == second:
+        return first
+    return CPU if first in HOST and second in HOST else None
+
+
 def of_tree(tree: Any, env: Env, known: Facts, attrs: Attrs) -> str | None:
     """The placement of a value tree (an assignment's or a return's)."""
     if not tree:
@@ -111,31 +156,119 @@ def of_tree(tree: Any, env: Env, known: Facts, attrs: Attrs) -> str | None:
         return of_segs(tree[1], env, attrs)
     if tag == "if":
         found = choose(tree, known, lambda side, facts: of_tree(side, env, facts, attrs))
-        return None if found is UNKNOWN else found
+        if found is UNKNOWN:
+            found = agree(*(of_tree(side, env, known, attrs) for side in tree[2:4]))
+        return found
+    if tag in ("arith", "cmp"):
+        return combined(_operand(t, env, known, attrs) for t in tree[-1])
     if tag != "call":
         return None
     segs, args, kwargs = tree[1], tree[2], dict(tree[3])
     method = segs[-1]
     if method in _TO_HOST:
         return CPU
+    if method in _TO_PYTHON:
+        return SCALAR
     if method == "cuda":
         return DEVICE
     if method == "to":
         device = kwargs.get("device") or (args[0] if args else None)
-        return of_tree(device, env, known, attrs) if device else None
+        if device is None or (device[0] == "ref" and _dtype(device[1])):
+            return _receiver(tree, env, known, attrs)
+        return of_tree(device, env, known, attrs)
+    module = segs[:-1]
     if len(segs) == 2 and segs[0] == "torch":
         if method == "device":
             return of_tree(args[0], env, known, attrs) if args else None
         if method in FACTORIES:
             device = kwargs.get("device")
-            if device is None:
-                return None if method in _LIKE else CPU
-            return of_tree(device, env, known, attrs)
+            if device is not None:
+                return of_tree(device, env, known, attrs)
+            if method in _COPIES and args and of_tree(args[0], env, known, attrs) == DEVICE:
+                return DEVICE  # made from a tensor: where that tensor lives
+            if method not in _LIKE:
+                return CPU  # PyTorch's default device
+    if module in _TENSOR_MODULES:
+        return combined(_operand(t, env, known, attrs) for t in args)
     if method in KEEPS and len(segs) >= 2:
-        if len(tree) > 4:  # a method of a computed value: its receiver's tree
-            return of_tree(tree[4], env, known, attrs)
-        return of_segs(segs[:-1], env, attrs)
+        return _receiver(tree, env, known, attrs)
     return None
+
+
+def _receiver(tree: Any, env: Env, known: Facts, attrs: Attrs) -> str | None:
+    if len(tree) > 4:  # a method of a computed value: its receiver's tree
+        return of_tree(tree[4], env, known, attrs)
+    return of_segs(tree[1][:-1], env, attrs)
+
+
+def _operand(tree: Any, env: Env, known: Facts, attrs: Attrs) -> str | None:
+    """An operand's placement; a literal is a Python value (never a device name here), a
+    list or tuple of tensors (`torch.cat([a, b])`) is where its tensors are."""
+    if tree and tree[0] == "tuple":
+        return combined(_operand(t, env, known, attrs) for t in tree[1])
+    return SCALAR if tree and tree[0] == "const" else of_tree(tree, env, known, attrs)
+
+
+def _dtype(segs: Segs) -> bool:
+    """`torch.int64`, `x.dtype`, `self.kv_dtype`: a dtype, which `.to(...)` converts in place."""
+    return (len(segs) == 2 and segs[0] == "torch" and segs[1] in _DTYPES) or segs[-1].endswith(
+        "dtype"
+    )
+
+
+def asserted(cond: Cond, positive: bool, env: Env, known: Facts, attrs: Attrs) -> Env:
+    """`env` with what a test establishes on the side taken (`positive`); `env` itself when
+    it establishes nothing."""
+    placed = _tested(cond, positive, env, known, attrs)
+    return {**env, **placed} if placed else env
+
+
+def _tested(cond: Cond, positive: bool, env: Env, known: Facts, attrs: Attrs) -> dict[str, str]:
+    """Placements a test establishes on the side taken: `x.device == cpu`, `x.device.type !=
+    "cpu"` failing, `x.is_cpu`, `not x.is_cpu`, `x.is_cuda`... and every part of an `and`
+    that holds (an `or` that fails)."""
+    tag = cond[0] if cond else "other"
+    if tag == "not":
+        return _tested(cond[1], not positive, env, known, attrs)
+    out: dict[str, str] = {}
+    if tag in ("and", "or"):
+        if (tag == "and") == positive:
+            for part in cond[1]:
+                out.update(_tested(part, positive, env, known, attrs))
+        return out
+    if tag == "ref" and len(cond[1]) >= 2 and cond[1][-1] in ("is_cpu", "is_cuda"):
+        if cond[1][-1] == "is_cpu":
+            out[".".join(cond[1][:-1])] = CPU if positive else DEVICE
+        elif positive:  # not on CUDA tells nothing: another accelerator, or the host
+            out[".".join(cond[1][:-1])] = DEVICE
+        return out
+    if tag == "cmp" and len(cond[1]) == 1 and cond[1][0] in ("==", "!=", "is"):
+        if (cond[1][0] == "!=") == positive:
+            return out
+        for side, other in (cond[2], cond[2][::-1]):
+            segs = side[1] if side[0] == "ref" else ()
+            if segs[-2:] == ("device", "type"):
+                segs = segs[:-1]
+            if len(segs) >= 2 and segs[-1] == "device" and CALL not in segs:
+                place = of_tree(other, env, known, attrs)
+                if place in (CPU, DEVICE):
+                    out[".".join(segs[:-1])] = place
+    return out
+
+
+def bound(call: CallSite, env: Env, known: Facts, attrs: Attrs) -> Env:
+    """`env` as a call inside a comprehension sees it: each variable takes an element of what
+    it iterates, which lives where that does (`[v.item() for v in host]` reads the host)."""
+    if not call.bound:
+        return env
+    inner = dict(env)
+    for name, tree in call.bound:
+        place = of_tree(tree, inner, known, attrs)
+        if place is None:
+            inner.pop(name, None)
+        else:
+            inner[name] = place
+    return inner
 
 
 def of_segs(segs: Segs, env: Env, attrs: Attrs) -> str | None:
@@ -168,6 +301,12 @@ class AttributePlacement:
             self._attrs = self._index()
         return self._attrs.get(name)
 
+    def table(self) -> dict[str, str | None]:
+        """Every attribute name assigned in the program, with its placement (None: unknown)."""
+        if self._attrs is None:
+            self._attrs = self._index()
+        return self._attrs
+
     def _index(self) -> dict[str, str | None]:
         found: dict[str, str | None] = {}
         seen: set[str] = set()
@@ -188,8 +327,8 @@ class AttributePlacement:
                     if name not in seen:
                         seen.add(name)
                         found[name] = place
-                    elif found.get(name) != place:
-                        found[name] = None
+                    else:
+                        found[name] = agree(found.get(name), place)
         return found
 
 

@@ -16,13 +16,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rankguard.adapters.keyed import KeyedStore
 from rankguard.adapters.sources import read_directory
 from rankguard.analysis.discovery import Discovery, require_rounds
 from rankguard.core.config import Config
 from rankguard.core.errors import ErrorRecord, InputError
 from rankguard.core.findings import Finding
 from rankguard.model.load import load_program, make_cache
-from rankguard.pipelines.results_cache import Results, load_results, results_path, store_results
+from rankguard.pipelines.results_cache import (
+    Results,
+    kept_path,
+    load_results,
+    results_path,
+    store_results,
+)
 from rankguard.pipelines.targets import plan_targets
 from rankguard.rules.base import Rule, RuleContext
 from rankguard.rules.engine import (
@@ -117,15 +124,18 @@ def run_check(
             part, program_errors, found = cached.check, cached.errors, cached.discovery
         else:
             assert program is not None
+            kept = KeyedStore(kept_path(cache))
             context = RuleContext(
                 program,
                 config,
                 {"include_round_tail": options.include_round_tail},
                 read_source=lambda rel, root=base: (root / rel).read_text("utf-8"),
+                kept=kept,
             )
             origin = config.source.as_posix() if config.source else target.root.as_posix()
             found = require_rounds(program, config.rounds, lambda c=context: c.discovery, origin)
             part = run_rules(program, config, chosen, context=context)
+            kept.close()
             program_errors = program.errors
             if not part.failures:  # a rule that raised is retried next run, not remembered
                 store_results(where, Results(part, None, program_errors, found))

@@ -84,6 +84,16 @@ def results_path(
     return summaries.directory / "results" / f"{digest.hexdigest()}.pickle"
 
 
+def kept_path(summaries: SummaryCache) -> Path | None:
+    """Where analyses keep per-function summaries (`adapters.keyed`): one file per version of
+    this code, since a summary depends on the code that made it (the configuration is part of
+    each analysis's own keys)."""
+    if summaries.directory is None:
+        return None
+    digest = hashlib.sha256(f"{summaries.salt}\0{package_digest()}".encode()).hexdigest()
+    return summaries.directory / "analyses" / f"{digest[:32]}.sqlite"
+
+
 def load_results(path: Path | None) -> Results | None:
     return store.load(path, Results)
 

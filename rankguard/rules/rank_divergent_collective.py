@@ -252,7 +252,7 @@ class RankDivergentCollective(Rule):
     def check(self, context: RuleContext) -> Iterable[Finding]:
         rounds = [r.function.qualname for r in context.rounds]
         calls = find_divergent_calls(
-            context.program, rounds, context.reach, context.config.driver_terms
+            context.program, rounds, context.reach, context.config.driver_terms, context.blocking
         )
         for call in calls:
             yield _finding(self.name, call)

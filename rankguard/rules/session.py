@@ -14,6 +14,7 @@ from typing import Any
 
 import libcst
 
+from rankguard.adapters.keyed import KeyedStore
 from rankguard.analysis.blocking import BlockingAnalysis
 from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.discovery import Discovery, discover_rounds
@@ -31,12 +32,15 @@ SourceReader = Callable[[str], str]
 @dataclass
 class AnalysisSession:
     """`options` holds command-line switches (`{"include_round_tail": True}`); `read_source`
-    reads an analysed file's text by its root-relative path (for `cst`)."""
+    reads an analysed file's text by its root-relative path (for `cst`); `kept` is where
+    analyses keep per-function summaries across runs (`adapters.keyed`: its path must name
+    this code and configuration), None to keep nothing."""
 
     program: Program
     config: Config
     options: dict[str, Any] = field(default_factory=dict)
     read_source: SourceReader | None = None
+    kept: KeyedStore | None = None
 
     @cached_property
     def collectives(self) -> CollectiveCatalog:
@@ -70,6 +74,8 @@ class AnalysisSession:
             blocking_catalog(config.blocking, config.non_blocking),
             config.cadence_helpers,
             platform_catalog(config.platforms),
+            self.kept,
+            self.config.digest(),
         )
 
     @cached_property

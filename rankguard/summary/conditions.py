@@ -12,10 +12,14 @@ first, small and picklable:
     ("cmp", ops, operands)          `a == b`, `x is not None`: ops are the operator names
     ("if", test, body, orelse)      a conditional expression
     ("tuple", elts)                 a tuple or list display (positions kept)
+    ("arith", operands)             `a % b`, `-x`, `a @ b`: only in values (`arith=True`)
     ("other",)                      anything else (its truth is never known)
 
 Assignments and returns keep their value the same way (`Stmt.tree`), so value facts (where a
-tensor lives, which device an expression names) are read from structure too. A `with` statement
+tensor lives, which device an expression names) are read from structure too. Values keep
+arithmetic (`arith`): which operands an operator combines decides where its result lives. Tests
+never do (their facts are comparisons of references), and a value's own test (`a if c else b`)
+is kept as a test. A `with` statement
 keeps each item's shape the same way (`with_items`), so an analysis can tell
 which item is a bare reference (a lock being acquired) without splitting text on commas.
 """
@@ -25,7 +29,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from rankguard.summary.ir import OPAQUE, Segs
+from rankguard.summary.ir import CALL, OPAQUE, Segs
 
 Cond = tuple[Any, ...]
 OTHER: Cond = ("other",)
@@ -49,16 +53,25 @@ def _ref(node: ast.AST, reference: Any) -> Segs | None:
     return None if OPAQUE in segs or "<str>" in segs else segs
 
 
-def condition(node: ast.AST | None, reference: Any, depth: int = 0) -> Cond:
-    """The tree of one expression; `reference` is the extractor's dotted-chain reader."""
+def condition(node: ast.AST | None, reference: Any, depth: int = 0, arith: bool = False) -> Cond:
+    """The tree of one expression; `reference` is the extractor's dotted-chain reader. With
+    `arith`, the tree of a value: operators keep their operands."""
     if node is None or depth > _MAX_DEPTH:
         return OTHER
     nxt = depth + 1
+
+    def sub(child: ast.AST | None) -> Cond:
+        return condition(child, reference, nxt, arith)
+
     if isinstance(node, ast.BoolOp):
         tag = "and" if isinstance(node.op, ast.And) else "or"
-        return (tag, tuple(condition(v, reference, nxt) for v in node.values))
+        return (tag, tuple(sub(v) for v in node.values))
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return ("not", condition(node.operand, reference, nxt))
+        return ("not", sub(node.operand))
+    if arith and isinstance(node, ast.BinOp):
+        return ("arith", (sub(node.left), sub(node.right)))
+    if arith and isinstance(node, ast.UnaryOp):
+        return ("arith", (sub(node.operand),))
     if isinstance(node, ast.Constant):
         if node.value is None or isinstance(node.value, (bool, int, float, str)):
             return ("const", node.value)
@@ -67,29 +80,47 @@ def condition(node: ast.AST | None, reference: Any, depth: int = 0) -> Cond:
         segs = _ref(node, reference)
         return ("ref", segs) if segs else OTHER
     if isinstance(node, ast.IfExp):
-        parts = (node.test, node.body, node.orelse)
-        return ("if", *(condition(p, reference, nxt) for p in parts))
+        return ("if", condition(node.test, reference, nxt), sub(node.body), sub(node.orelse))
     if isinstance(node, (ast.Tuple, ast.List)):
-        return ("tuple", tuple(condition(e, reference, nxt) for e in node.elts))
+        return ("tuple", tuple(sub(e) for e in node.elts))
     if isinstance(node, ast.Await):
-        return condition(node.value, reference, depth)
+        return condition(node.value, reference, depth, arith)
     if isinstance(node, ast.Call):
-        segs = _ref(node.func, reference)
+        func = node.func
+        method = isinstance(func, ast.Attribute) and computed(func.value, arith)
+        # A method of an operator's result (`(a - b).clamp()`) is named `<expr>.clamp`: its
+        # receiver's tree says the rest.
+        segs = reference(func) if method and arith else _ref(func, reference)
         if segs is None:
             return OTHER
-        args = tuple(condition(a, reference, nxt) for a in node.args)
-        kwargs = tuple(
-            (kw.arg or "**", condition(kw.value, reference, nxt)) for kw in node.keywords
-        )
-        func = node.func
-        if isinstance(func, ast.Attribute) and isinstance(func.value, (ast.Call, ast.Subscript)):
-            return ("call", segs, args, kwargs, condition(func.value, reference, nxt))
+        args = tuple(sub(a) for a in node.args)
+        kwargs = tuple((kw.arg or "**", sub(kw.value)) for kw in node.keywords)
+        if method:
+            return ("call", segs, args, kwargs, sub(func.value))
         return ("call", segs, args, kwargs)
     if isinstance(node, ast.Compare):
         ops = tuple(_CMP.get(type(op), "?") for op in node.ops)
-        operands = tuple(condition(v, reference, nxt) for v in (node.left, *node.comparators))
-        return ("cmp", ops, operands)
+        return ("cmp", ops, tuple(sub(v) for v in (node.left, *node.comparators)))
     return OTHER
+
+
+def computed(node: ast.AST, arith: bool = True) -> bool:
+    """A method's receiver that is no plain reference: a call's result, an element, or (in a
+    value) what an operator makes (`(a % n).tolist()`)."""
+    if isinstance(node, (ast.Call, ast.Subscript)):
+        return True
+    return arith and isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Compare))
+
+
+def receiver_tree(func: ast.AST, reference: Any) -> Cond:
+    """The value tree of a computed method receiver (`f(x).sum()`, `(a % n).tolist()`), else
+    () (a plain reference says itself)."""
+    if not isinstance(func, ast.Attribute) or not computed(func.value):
+        return ()
+    segs = reference(func.value)
+    if isinstance(func.value, ast.Subscript) and OPAQUE not in segs and CALL not in segs:
+        return ()  # `x[i].item()`: the reference says it
+    return condition(func.value, reference, arith=True)
 
 
 def with_items(node: ast.With | ast.AsyncWith, reference: Any) -> tuple[Cond, ...]:

@@ -110,7 +110,7 @@ class _Builder:
             reads=tuple(r.reads),
             value=value_shape(node.body),
             existence=tuple(r.existence),
-            tree=condition(node.body, reference),
+            tree=condition(node.body, reference, arith=True),
         )
         end = node.end_lineno or node.lineno
         info = FunctionInfo(
@@ -242,7 +242,7 @@ class _Builder:
                 reads=tuple(r.reads),
                 value=value_shape(node.value),
                 existence=tuple(r.existence),
-                tree=condition(node.value, reference) if node.value is not None else (),
+                tree=condition(node.value, reference, arith=True) if node.value is not None else (),
             )
         if isinstance(node, ast.Raise):
             r = self._exprs([node.exc, node.cause])
@@ -295,6 +295,7 @@ class _Builder:
                 reads=tuple(r.reads),
                 value=value_shape(node.iter),
                 truths=truths(node.iter) if isinstance(node.iter, ast.Attribute | ast.Name) else (),
+                tree=condition(node.iter, reference, arith=True),
             )
         if isinstance(node, (ast.With, ast.AsyncWith)):
             r = self._exprs(item.context_expr for item in node.items)
@@ -415,7 +416,7 @@ class _Builder:
             reads=tuple(reads),
             value=shape,
             existence=tuple(r.existence),
-            tree=() if isinstance(node, ast.AugAssign) else condition(value, reference),
+            tree=condition(_combined(node), reference, arith=True),
         )
 
     def imports(self, node: ast.Import | ast.ImportFrom, scope: str) -> None:
@@ -444,6 +445,13 @@ def _local_scope(scope: str, cls: str | None) -> str:
     if cls is None:
         return scope
     return scope.rsplit(".<locals>.", 1)[0] + ".<locals>" if ".<locals>." in scope else ""
+
+
+def _combined(node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> ast.expr | None:
+    """The value a target gets: `x %= n` gives it `x % n`."""
+    if isinstance(node, ast.AugAssign):
+        return ast.BinOp(node.target, node.op, node.value)
+    return node.value
 
 
 def _unpacked_pairs(node: ast.stmt) -> list[tuple[ast.expr, ast.expr]]:

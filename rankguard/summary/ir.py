@@ -60,6 +60,11 @@ class CallSite:
     operands: tuple[Operand, ...] = ()  # positional first, then keywords, as written
     # Arguments that are literal constants: (position as "0", "1", ... or keyword, value).
     literals: tuple[tuple[str, Any], ...] = ()
+    # A method of a computed value (`f(x).sum()`, `(a % n).tolist()`): the receiver's value
+    # tree (`summary.conditions`), so value facts read what made it; () otherwise.
+    receiver: tuple[Any, ...] = ()
+    # Inside a comprehension: each variable in scope with the value tree of what it iterates.
+    bound: tuple[tuple[str, Any], ...] = ()
 
     def operand(self, keyword: str) -> Operand | None:
         return next((o for o in self.operands if o.keyword == keyword), None)
@@ -109,7 +114,8 @@ class Stmt:
     # with: the `__exit__` calls made when the body is left, innermost item first, at the end
     # of the statement (for each item that makes its context manager with a call).
     exits: tuple[CallSite, ...] = ()
-    tree: tuple[Any, ...] = ()  # assign / return: the value as a tree (`summary.conditions`)
+    # assign / return: the value as a tree (`summary.conditions`); for: what it iterates.
+    tree: tuple[Any, ...] = ()
 
 
 @dataclass(slots=True)

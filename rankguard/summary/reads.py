@@ -10,9 +10,11 @@ import ast
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from rankguard.summary.conditions import condition, receiver_tree
 from rankguard.summary.ir import CALL, OPAQUE, SUBSCRIPT, CallSite, Operand, Segs
 from rankguard.summary.references import LAMBDA_NAME, is_super, reference, short_text
 
+Comprehension = ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
 # What the builder does with a lambda it meets: make it a function and name the node.
 OnLambda = Callable[[ast.Lambda], None]
 
@@ -42,6 +44,7 @@ class Reads(ast.NodeVisitor):
         # Per call, parallel to `calls`: (first read, end of reads, first nested call) it owns.
         self._spans: list[tuple[int, int, int]] = []
         self._deferred = 0
+        self._bound: list[tuple[str, Any]] = []  # comprehension variables in scope
 
     def visit_Call(self, node: ast.Call) -> None:
         # Evaluation order: the callee's base, the arguments, then the call itself.
@@ -81,6 +84,8 @@ class Reads(ast.NodeVisitor):
                 self._deferred > 0,
                 tuple(operands),
                 tuple(literals),
+                receiver_tree(node.func, reference),
+                tuple(self._bound),
             )
         )
         self._spans.append((first_read, len(self.reads), first_call))
@@ -140,6 +145,26 @@ class Reads(ast.NodeVisitor):
         self._deferred += 1
         self.visit(node.body)
         self._deferred -= 1
+
+    def _comprehension(
+        self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp
+    ) -> None:
+        """In evaluation order: each generator's iterable, its target and filters, then the
+        element; calls inside see each variable with what it iterates (`CallSite.bound`)."""
+        depth = len(self._bound)
+        for gen in node.generators:
+            self.visit(gen.iter)
+            if isinstance(gen.target, ast.Name):
+                self._bound.append((gen.target.id, condition(gen.iter, reference, arith=True)))
+            self.visit(gen.target)
+            for test in gen.ifs:
+                self.visit(test)
+        parts = (node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,)
+        for part in parts:
+            self.visit(part)
+        del self._bound[depth:]
+
+    visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _comprehension
 
     def visit_Name(self, node: ast.Name) -> None:
         self.reads.append((node.id,))

@@ -18,7 +18,12 @@ SCHED = "toysched/managers/scheduler.py"
 RADIX = "toysched/mem_cache/radix_cache.py"
 EXTRA = "toysched/managers/extra.py"
 COMM = "toysched/distributed/comm.py"
+GC_EDIT = "        self.round_ct += 0\n        if self.server_args.gc_each_round:\n"
 IMPORT_PAUSE = "from toysched.managers.extra import pause\n"
+BUDGET = '        self.budget = torch.zeros(1, device="cpu")  # budget\n'
+ASSERT_MODE = "        assert not self.server_args.gc_each_round\n"
+ROUND_BARRIER = "    def round_barrier(self) -> None:\n"
+READ_BUDGET = "        n = self.budget.item()\n"
 
 
 def _replace(root: Path, rel: str, old: str, new: str, regex: bool = False) -> None:
@@ -82,6 +87,19 @@ STEPS = {
         _replace(r, SCHED, "\n" + IMPORT_PAUSE, ""),
         _replace(r, SCHED, "        pause()\n", ""),
     ),
+    # What a reached function's summary reads of the whole program: where an attribute lives
+    # is decided by every assignment to it, here one in a constructor no round reaches.
+    "a reached function reads a host tensor attribute": lambda r: (
+        _replace(r, SCHED, "        self.round_ct = 0\n", "        self.round_ct = 0\n" + BUDGET),
+        _replace(r, SCHED, "    def round_barrier(self) -> None:\n", ROUND_BARRIER + READ_BUDGET),
+    ),
+    "only an unreached constructor moves it off the host": lambda r: _replace(
+        r, SCHED, 'device="cpu")  # budget', "device=self.device)  # budget"
+    ),
+    # A class invariant (a constructor's assert) decides a branch in a reached method.
+    "a constructor asserts what a reached method branches on": lambda r: _replace(
+        r, SCHED, "        self.round_ct = 0\n", "        self.round_ct = 0\n" + ASSERT_MODE
+    ),
 }
 
 
@@ -126,3 +144,30 @@ def test_a_body_edit_re_resolves_only_its_module(capsys, tmp_path: Path):
     assert resolved_after("body edit shifting lines") == 1
     assert resolved_after("new blocking call in a reached function") == 1
     assert resolved_after("rename a method across modules") == modules
+
+
+def test_an_edit_walks_again_only_the_edited_function_and_its_callers(capsys, tmp_path: Path):
+    """Blocking summaries are kept per function, keyed without line numbers: after a body edit
+    that shifts every line below it, only the edited function and the functions that call it
+    are walked again; the others' summaries are re-used with their lines moved."""
+    root = shutil.copytree(EXAMPLE, tmp_path / "toysched")
+    argv = ["check", str(root), "--format", "json", "--cache-dir", str(tmp_path / "cache")]
+
+    def walked() -> set[str]:
+        prefix = "blocking summary computed: "
+        return {k[len(prefix) :] for k in store.COUNTS if k.startswith(prefix)}
+
+    store.COUNTS.clear()
+    main(argv)
+    capsys.readouterr()
+    cold = walked()
+    _replace(root, SCHED, "        if self.server_args.gc_each_round:\n", GC_EDIT)
+    store.COUNTS.clear()
+    main(argv)
+    warm = capsys.readouterr().out
+    scheduler = "toysched.managers.scheduler.Scheduler."
+    assert walked() == {scheduler + "_maybe_collect_garbage", scheduler + "get_next_batch_to_run"}
+    assert len(cold) > 10
+    assert store.COUNTS["blocking summaries reused"] > 0
+    main([*argv[:-2], "--no-cache"])
+    assert capsys.readouterr().out == warm

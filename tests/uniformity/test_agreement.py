@@ -172,3 +172,91 @@ def test_what_a_broadcast_wrapper_returns_is_agreed_whichever_side_returns(progr
         "                dist.barrier(group=self.tp_group)\n"
     )
     assert run(program_of, code) == []
+
+
+# Which `return` runs matters only where the returns hand back different values: a helper that
+# answers `None` when this rank's own free memory is short decides, by that `None`, whether the
+# caller goes on into the collective.
+def test_a_none_returned_on_local_free_memory_decides_the_collective(program_of) -> None:
+    code = (
+        "class S:\n"
+        "    def __init__(self, tp_group):\n"
+        "        self.tp_group = tp_group\n\n"
+        "    def reserve(self, need):\n"
+        "        if torch.cuda.mem_get_info()[0] < need:\n"
+        "            return None\n"
+        "        return torch.empty(need, device='cuda')\n\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            buf = self.reserve(1 << 20)\n"
+        "            if buf is None:\n"
+        "                continue\n"
+        "            dist.all_reduce(buf, group=self.tp_group)\n"
+    )
+    found = run(program_of, code)
+    assert lines(found) == [code.count("\n")]
+    assert found[0].sources[0][0].kind == "driver"
+
+
+# Reduced from sglang 0.5.23 (`utils/common.py`: `async_d2h` returns `tensor.to("cpu")` when
+# `is_pin_memory_available()` says no, else a pinned copy; the scheduler then reads the token
+# ids it copied and decides on them). Both returns hold the tensor's data: which one runs
+# depends on this host's driver, the values the caller tests do not.
+def test_which_copy_of_the_same_data_is_returned_does_not_decide(program_of) -> None:
+    code = (
+        "def pin_ok():\n"
+        "    if torch.cuda.mem_get_info()[0] < (1 << 30):\n"
+        "        return False\n"
+        "    return True\n\n"
+        "def to_host(tensor):\n"
+        "    if not pin_ok():\n"
+        "        return tensor.to('cpu')\n"
+        "    host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)\n"
+        "    host.copy_(tensor, non_blocking=True)\n"
+        "    return host\n\n"
+        "class S:\n"
+        "    def __init__(self, tp_group):\n"
+        "        self.tp_group = tp_group\n\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            ids = torch.zeros(4)\n"
+        "            dist.all_reduce(ids, group=self.tp_group)\n"
+        "            done = to_host(ids).tolist()\n"
+        "            if done[0] > 0:\n"
+        "                dist.barrier(group=self.tp_group)\n"
+    )
+    assert run(program_of, code) == []
+
+
+def test_a_group_named_for_what_it_coordinates_is_a_group(program_of) -> None:
+    # sglang hands its KV-cache connector `tp_group=params.tp_cache_group`: the TP group kept
+    # for cache coordination, a member's group all the same.
+    code = CONNECTOR.replace("tp_group):\n", "params):\n").replace(
+        "self.tp_group = tp_group", "self.tp_group = params.tp_cache_group"
+    )
+    assert run(program_of, code.format(group=", group=params.tp_cache_group")) == []
+
+
+# An object is not a value: a program class's constructor that runs a collective over one of
+# the groups it is handed (sglang's FlexKV connector, built with the PP, attention-TP and CP
+# groups) makes an object whose fields carry their own flows, not "a value agreed over PP".
+def test_an_object_built_with_a_collective_is_not_a_value_agreed_over_its_group(
+    program_of,
+) -> None:
+    code = (
+        "class Conn:\n"
+        "    def __init__(self, pp_group, tp_group):\n"
+        "        self.ready = torch.zeros(1)\n"
+        "        dist.all_reduce(self.ready, group=pp_group)\n"
+        "        self.tp_group = tp_group\n"
+        "        self.layerwise = True\n\n"
+        "class S:\n"
+        "    def __init__(self, pp_group, tp_group):\n"
+        "        self.tp_group = tp_group\n"
+        "        self.conn = Conn(pp_group, tp_group)\n\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            if self.conn.layerwise:\n"
+        "                dist.barrier(group=self.tp_group)\n"
+    )
+    assert run(program_of, code) == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rankguard.catalogs.rank_sources import rank_source_catalog
-from tests.uniformity.programs import lines, run
+from tests.uniformity.programs import OFFSET, lines, run
 
 ROUND = "class S:\n    def event_loop(self):\n        while True:\n"
 
@@ -187,3 +187,56 @@ def test_functions_outside_rounds_are_not_reported(program_of) -> None:
     # the same gate inside the round is reported, so the empty answer below is about reach
     assert lines(run(program_of, setup + ROUND + gated)) == [9]
     assert run(program_of, setup + ROUND + "            dist.barrier()\n") == []
+
+
+def test_nested_loops_are_walked_a_bounded_number_of_times(program_of, monkeypatch) -> None:
+    # Each loop walks its body twice (the second pass carries values around it once); nested
+    # loops inside that second pass walk theirs once, so depth d costs d + 1 walks of the
+    # innermost body, not 2 ** d (review: depth 14 took seconds).
+    from rankguard.analysis.uniformity.transfer import Walker
+
+    depth = 10
+    body = "".join(f"{'    ' * (i + 3)}for x{i} in range(3):\n" for i in range(depth))
+    code = ROUND + "            dist.barrier()\n" + body + f"{'    ' * (depth + 3)}marker = 1\n"
+    inner = code.count("\n") + OFFSET
+    seen: list[int] = []
+    statement = Walker.statement
+
+    def counting(self, stmt, env):
+        if stmt.line == inner and self.fn == "m.S.event_loop":
+            seen.append(stmt.line)
+        return statement(self, stmt, env)
+
+    monkeypatch.setattr(Walker, "statement", counting)
+    run(program_of, code)
+    assert 0 < len(seen) <= 2 * (depth + 1)
+
+
+def test_a_global_a_function_rebinds_carries_what_it_stores(program_of) -> None:
+    # `global FREE; FREE = <driver reading>` inside a function: the module's global now
+    # holds this rank's reading, whether or not the module body assigned it first (review).
+    for head in ("FREE = None\n\n", ""):
+        refresh = "def refresh():\n    global FREE\n    FREE = torch.cuda.mem_get_info()[0]\n\n"
+        gate = "            refresh()\n            if FREE > 0:\n                dist.barrier()\n"
+        code = head + refresh + ROUND + gate
+        found = run(program_of, code)
+        assert lines(found) == [code.count("\n")], head
+        assert found[0].sources[0][0].kind == "driver"
+
+
+def test_call_site_constants_keep_a_with_exit_collective(program_of) -> None:
+    # The helper's constant-pruned body still leaves its `with` through `__exit__`, which
+    # enters the barrier (review: the pruned walk dropped `with` exits).
+    helper = (
+        "class Synced:\n"
+        "    def __enter__(self):\n"
+        "        return self\n\n"
+        "    def __exit__(self, *exc):\n"
+        "        dist.barrier()\n\n"
+        "def helper(flag=False):\n"
+        "    if flag:\n"
+        "        with Synced():\n"
+        "            pass\n\n"
+    )
+    code = helper + ROUND + "            if time.time() > 5:\n                helper(flag=True)\n"
+    assert lines(run(program_of, code)) == [code.count("\n")]

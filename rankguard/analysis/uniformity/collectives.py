@@ -335,6 +335,7 @@ def _feasible_calls(body: tuple[Stmt, ...], constants: dict[str, str]) -> Iterat
             blocks = (blocks[0],) if truthy == test[1] else blocks[1:]
         for block in blocks:
             yield from _feasible_calls(block, constants)
+        yield from stmt.exits  # a `with` left: its `__exit__` calls
 
 
 def _returns_once(body: tuple[Stmt, ...]) -> bool:

@@ -6,10 +6,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rankguard.analysis.blocking import BlockingAnalysis
 from rankguard.analysis.collectives import CollectiveReach, CollectiveSite
-from rankguard.analysis.reach import reach_from
+from rankguard.analysis.uniformity.feasible import FeasibleReach, PathFacts
 from rankguard.analysis.uniformity.flow import Sourced, UniformityFlow
 from rankguard.analysis.uniformity.guards import Guard, GuardWalker, tail_after
+from rankguard.analysis.uniformity.modes import other_modes_only
+from rankguard.catalogs.catalog import blocking_catalog
 from rankguard.catalogs.rank_sources import rank_source_catalog
 from rankguard.core.chains import Hop, chain_json
 from rankguard.model.program import Program
@@ -66,14 +69,20 @@ def find_divergent_calls(
     round_functions: Sequence[str],
     reach: CollectiveReach,
     driver_terms: Iterable[Any] = (),
+    facts: PathFacts | None = None,
 ) -> list[DivergentCall]:
-    """Every collective call, in a function the round functions reach, under a guard that
-    varies over its group (the caller has matched the rounds already: `RuleContext.rounds`)."""
-    reached = reach_from(program, round_functions)
+    """Every collective call, in a function the round functions reach on a path their facts
+    allow, under a guard that varies over its group (the caller has matched the rounds
+    already: `RuleContext.rounds`; `facts`: the blocking analysis's, shared when given)."""
+    facts = facts or BlockingAnalysis(program, reach.catalog, blocking_catalog())
+    feasible = FeasibleReach(program, facts, round_functions)
+    reached = feasible.chains
     if not reached:
         return []
     catalog = rank_source_catalog(tuple(driver_terms))
-    flow = UniformityFlow(program, reach, catalog, reached)
+    flow = UniformityFlow(
+        program, reach, catalog, reached, other_modes_only(program, round_functions)
+    )
     out: list[DivergentCall] = []
     for name in sorted(reached):
         record = program.functions[name]
@@ -82,6 +91,8 @@ def find_divergent_calls(
             caller = program.functions.get(hop.function)
             outer.extend(tail_after(caller.info.body, hop.line) or () if caller else ())
         for call, groups, guards in GuardWalker(flow, record, tuple(outer)).run():
+            if id(call) not in feasible.calls:
+                continue  # only on a side the round's facts exclude
             guard = guards[-1]  # the innermost decides last
             sources = flow.varying(name, guard.stmt, groups)
             entered = flow.calls.entered(record, call)

@@ -47,10 +47,14 @@ class UniformityFlow:
         reach: CollectiveReach,
         catalog: RankSourceCatalog,
         reached: Collection[str] = (),
+        elsewhere: Collection[str] = (),
     ) -> None:
         # Functions the rounds reach: their parameters take values only from callers the rounds
         # also reach (a start-up profiler's synthetic requests are not the round's requests).
         self.reached = frozenset(reached)
+        # Functions that run only in another mode's loop (`modes.other_modes_only`): what they
+        # store is not this round's state.
+        self.elsewhere = frozenset(elsewhere)
         self.program = program
         self.reach = reach
         self.sources_catalog = catalog
@@ -77,7 +81,7 @@ class UniformityFlow:
     def _solve(self) -> dict[Node, dict[Source, tuple[Step, ...]]]:
         """Breadth first from every source: each node keeps its nearest few sources."""
         forward: dict[Label, list[tuple[Node, tuple[Step, ...]]]] = {}
-        for name in sorted(self.flows):
+        for name in sorted(self.flows.keys() - self.elsewhere):
             for node, labels in self.flows[name].edges.items():
                 for label, steps in labels.items():
                     forward.setdefault(label, []).append((node, steps))
@@ -105,7 +109,7 @@ class UniformityFlow:
         draws agree on every rank. A generator seeded nowhere, or once from a varying value
         (`seed + rank`), draws this rank's own values."""
         seeds: dict[str, Labels] = {}
-        for name in sorted(self.flows):
+        for name in sorted(self.flows.keys() - self.elsewhere):
             for generator, labels in self.flows[name].seeds.items():
                 merge(seeds.setdefault(generator, {}), labels)
         return frozenset(g for g, labels in seeds.items() if not self.sources_of(labels))
@@ -193,11 +197,19 @@ def _attribute_stores(program: Program, feeders: frozenset[str]) -> dict[str, fr
 
 
 def _module_globals(program: Program) -> dict[str, frozenset[str]]:
-    out: dict[str, frozenset[str]] = {}
-    for module in program.modules:
-        body = program.functions.get(module)
-        if body is not None:
-            out[module] = frozenset(
-                t[0] for s in body.info.body if s.kind == "assign" for t in s.targets if len(t) == 1
+    """Each module's globals: what its body assigns, and what its functions declare `global`."""
+    found: dict[str, set[str]] = {module: set() for module in program.modules}
+    for record in program.functions.values():
+        names = found.get(record.module)
+        if names is None:
+            continue
+        if record.is_module_body:
+            names.update(
+                t[0]
+                for s in record.info.body
+                if s.kind == "assign"
+                for t in s.targets
+                if len(t) == 1
             )
-    return out
+        names.update(record.info.global_names)
+    return {module: frozenset(names) for module, names in found.items()}

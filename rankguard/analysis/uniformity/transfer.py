@@ -5,14 +5,12 @@ earlier value: a count overwritten by what a collective returned is uniform from
 comes from outside the function stays symbolic (parameters, attributes, globals, callees'
 results) and becomes edges into those nodes; `flow.py` solves them program-wide.
 
-Rules the walk applies, each general:
-- a collective's result, and a tensor it reduced or broadcast in place, is agreed by the group;
-- a container holds what was fed into it (`append`, `put`, `extend`, ...): its truth and length
-  follow those values, so a queue fed only with broadcast requests is uniform;
-- placement is not data: `device=` and friends, `.to(...)`'s arguments and `torch.device(...)`
-  never make a value vary;
-- `x is None` tests existence, not contents: the operand's labels do not count there;
-- the launcher's environment is uniform, except the variables it sets per rank (`RANK`, ...).
+Rules the walk applies, each general: a collective's result, and a tensor it reduced or
+broadcast in place, is agreed by the group; a container holds what was fed into it (`append`,
+`put`, ...), its truth and length follow those values; placement is not data (`device=`,
+`.to(...)`'s arguments, `torch.device(...)`); `x is None` tests existence, not contents; an
+object a program class builds is not a value (its fields carry their own flows); the
+launcher's environment is uniform, except the variables it sets per rank (`RANK`, ...).
 
 Limits, on purpose: implicit flows (a value assigned under a varying branch) are not tracked;
 parameters are context-insensitive; attribute paths are kept per function and fall back to the
@@ -22,13 +20,12 @@ program-wide attribute after a call into a function that stores that attribute.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Protocol
 
 from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.reach import followed
+from rankguard.analysis.uniformity.answers import Answers, constant_of
 from rankguard.analysis.uniformity.collectives import CollectiveCalls
 from rankguard.analysis.uniformity.lattice import (
     MAX_STEPS,
@@ -56,7 +53,6 @@ from rankguard.summary.ir import (
     Segs,
     Stmt,
     segs_text,
-    walk_statements,
 )
 
 _MAX_CLASSES = 12
@@ -100,11 +96,9 @@ class Walker:
         self.record = record
         self.fn = record.qualname
         self.out = FunctionFlow()
-        # Labels of the conditions that decide which `return` runs (control dependence): a
-        # helper returning `False` on one side of a varying test and `True` on the other
-        # returns a varying value, though each constant is uniform.
-        self.control: Labels = {}
+        self.answers = Answers(self.step)  # which `return` runs, and what decides it
         self._attr_nodes: dict[Segs, tuple[Node, ...]] = {}
+        self._carrying = False  # inside a loop's second pass (`loop`)
 
     def step(self, line: int, text: str) -> Step:
         return Step(self.fn, self.record.path, line, text)
@@ -130,6 +124,7 @@ class Walker:
                 labels[self.rank_source((name,), info.line)] = ()
             env[name] = labels
         self.block(info.body, env)
+        self.out.flow(("decided", self.fn), self.answers.decisions(info.body))
         return self.out
 
     # -- statements -----------------------------------------------------------------------
@@ -145,12 +140,12 @@ class Walker:
             if kind == "assign":
                 self.assign(stmt, labels, env)
             elif kind == "return":
-                self.returned(labels, stmt.line)
+                self.returned(stmt, labels)
             return env
         if kind in ("if", "match"):
             labels = self.value(stmt, env)
             self.out.conditions[id(stmt)] = labels
-            with self.deciding(stmt, labels):
+            with self.answers.deciding(stmt, labels):
                 branches = [self.block(b, dict(env)) for b in stmt.blocks] or [env]
             if (kind == "if" and len(stmt.blocks) < 2) or kind == "match":
                 branches.append(env)
@@ -158,7 +153,7 @@ class Walker:
         if kind == "loop":
             labels = self.value(stmt, env)
             self.out.conditions[id(stmt)] = labels
-            with self.deciding(stmt, labels):
+            with self.answers.deciding(stmt, labels):
                 return self.loop(stmt, labels, env)
         if kind == "with":
             labels = self.value(stmt, env)
@@ -181,31 +176,25 @@ class Walker:
             items = self.ref(stmt.truths[0], env, stmt.line) if stmt.truths else labels
             self.bind(stmt.targets, through(items, self.step(stmt.line, text)), env)
         body, orelse = (*stmt.blocks, (), ())[:2]
-        after = env
-        for _ in range(2):  # a second pass carries values around the loop once
-            after = join([after, self.block(body, dict(after))])
+        after = join([env, self.block(body, dict(env))])
+        if not self._carrying:
+            # A second pass carries values around the loop once; the loops inside it walk
+            # their bodies once (their own second pass ran in the first), so nesting costs
+            # depth + 1 walks of the innermost body, not 2 ** depth.
+            self._carrying = True
+            try:
+                after = join([after, self.block(body, dict(after))])
+            finally:
+                self._carrying = False
         return self.block(orelse, after)
 
-    @contextmanager
-    def deciding(self, stmt: Stmt, labels: Labels) -> Iterator[None]:
-        """Inside, the returns also depend on `labels`; after, too, when a block may return
-        (an early return decides the returns that follow it)."""
-        saved = dict(self.control)
-        step = self.step(stmt.line, f"returns decided by {stmt.text}")
-        merge(self.control, through(labels, step))
-        try:
-            yield
-        finally:
-            if not any(s.kind == "return" for b in stmt.blocks for s in walk_statements(b)):
-                self.control = saved
-
-    def returned(self, labels: Labels, line: int) -> None:
+    def returned(self, stmt: Stmt, labels: Labels) -> None:
         """Own parameters that reach a return are applied per call site (a summary); the rest
         is the function's intrinsic result, shared by every caller."""
-        step = self.step(line, "return")
-        # Which return runs is the function's decision; a caller that enters the group's
-        # collectives through it takes what the group agreed instead (`Walker.call`).
-        self.out.flow(("decided", self.fn), self.control)
+        step = self.step(stmt.line, "return")
+        # Which return runs is the function's decision (`decisions`); a caller that enters the
+        # group's collectives through it takes what the group agreed instead (`Walker.call`).
+        self.answers.returned(constant_of(stmt, self.is_class))
         intrinsic: Labels = {}
         for label, steps in labels.items():
             carried = (step, *steps)[:MAX_STEPS]
@@ -216,6 +205,10 @@ class Walker:
             else:
                 intrinsic[label] = carried
         self.out.flow(("ret", self.fn), intrinsic)
+
+    def is_class(self, segs: Segs) -> bool:
+        owner = self.f.resolver.evaluate(self.record, segs)
+        return bool(owner) and all(value.kind == "class" for value in owner)
 
     # -- values ---------------------------------------------------------------------------
     def value(self, stmt: Stmt, env: Env) -> Labels:
@@ -232,6 +225,11 @@ class Walker:
                 merge(out, state.results[id(call)])
         for ref in stmt.existence:  # `x is None`: whether it exists, not what it holds
             state.consumed[ref] += 1
+            # ... which is what decided the `return` that answered `None` or not.
+            held = self.ref(ref, env, stmt.line)
+            merge(
+                out, {k: s for k, s in held.items() if isinstance(k, tuple) and k[0] == "decided"}
+            )
         for ref in stmt.reads:
             if state.consumed[ref] > 0:
                 state.consumed[ref] -= 1
@@ -254,7 +252,9 @@ class Walker:
             drawn = catalog.generator_drawn(names) if kind == "random" else ""
             source = self.source(kind, call.text + "()", call.line)
             result[replace(source, generator=drawn)] = ()
-        elif any(n in catalog.environment_reads for n in names) and self._rank_variable(call):
+        elif any(n in catalog.environment_reads for n in names) and catalog.is_rank_variable(
+            call.operands[0].const if call.operands else None
+        ):
             result[self.source("rank-id", f"{call.text}({call.args[0]})", call.line)] = ()
         segs = call.target
         placement = any(n in catalog.placement_calls or n in catalog.shape_calls for n in names)
@@ -295,12 +295,16 @@ class Walker:
                 for _operand, labels in operands:
                     merge(result, labels)
             return result
-        merge(result, agreed)
+        # An object, not a value, whatever collectives building it ran.
+        builds = segs[-1:] != ("__init__",) and all(t.endswith(".__init__") for t in internal)
+        if not builds:
+            merge(result, agreed)
         step = self.step(call.line, call.text + "(…)")
         for target in internal:
             callee = program.functions[target]
-            result[("ret", target)] = ()
-            if not entered:
+            if not builds:
+                result[("ret", target)] = ()
+            if not entered and not builds:
                 result[("decided", target)] = ()
             self.forget_stored(target, env)
             passed = self.bind_params(callee, call, operands)
@@ -326,10 +330,6 @@ class Walker:
         if len(target) == 1:
             return {}
         return self.ref(read, env, call.line, target[-1] in self.catalog.size_methods)
-
-    def _rank_variable(self, call: CallSite) -> bool:
-        first = call.operands[0].const if call.operands else None
-        return first is not None and first.strip("'\"") in self.catalog.rank_environment
 
     def bind_params(
         self, callee: FunctionRecord, call: CallSite, operands: list[tuple[Operand, Labels]]
@@ -487,7 +487,7 @@ class Walker:
                 env[key] = dict(labels)
                 env[key + "[]"] = {}
             if len(target) == 1:
-                if self.record.is_module_body:
+                if self.record.is_module_body or target[0] in self.record.info.global_names:
                     self.out.flow(("global", self.record.module, target[0]), labels)
                 continue
             owner, attr = target[:-1], target[-1]

@@ -1,0 +1,172 @@
+"""Blocking summaries kept across runs, keyed without line numbers.
+
+A function's summary under an entry context (`analysis.blocking`) is a function of what the
+walk reads: the function's own record, what the model answers about it (each call's followed
+targets, the properties its reads run, what its `with` items evaluate to, its class's
+invariants and copied settings), the summaries of what it calls, the program-wide tables the
+classifier reads (attribute placements, attributes some method reassigns, property names), and
+the configuration and code (the `salt` the pipeline gives). `function_keys` turns all but the
+context into one key per function, line-free; the entry context (known facts, tensor
+placements) completes it.
+
+Lines in a kept summary are stored relative to the first line of the function that holds them
+(every line a summary names belongs to the function its hop, call or collective site names),
+and re-attached on the way out: an edit that shifts the code below it re-uses every summary
+of a function whose content did not change.
+
+Only summaries that touched no function on a cycle of calls are kept: inside a cycle the walk
+cuts recursion where the cycle was entered, so such an answer depends on the run's order
+(`function_keys`). Those are recomputed every run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from rankguard.adapters.keyed import KeyedStore
+from rankguard.adapters.store import COUNTS
+from rankguard.analysis.blocking_calls import CallClassifier
+from rankguard.analysis.blocking_types import BlockingCall, Pair, Summary, copied
+from rankguard.analysis.collectives import CollectiveSite
+from rankguard.analysis.context import RoundContext
+from rankguard.analysis.function_keys import FunctionKeys, digest, lineless
+from rankguard.analysis.reach import followed
+from rankguard.core.chains import Hop
+from rankguard.model.facts import Cond
+from rankguard.model.program import Program
+from rankguard.summary.ir import walk_calls, walk_statements
+
+
+class KeptSummaries:
+    def __init__(
+        self,
+        program: Program,
+        classify: CallClassifier,
+        context: RoundContext,
+        store: KeyedStore,
+        salt: str,
+    ) -> None:
+        self.program = program
+        self.classify = classify
+        self.context = context
+        self.store = store
+        tables = (
+            sorted(classify.placement.table().items()),
+            sorted(context.unstable()),
+            sorted(classify.property_names()),
+        )
+        self.keys = FunctionKeys(digest("blocking", salt, repr(tables)), self._local)
+
+    def _local(self, name: str) -> tuple[str, list[str]]:
+        """What the walk reads of `name` itself, and the functions it may enter."""
+        program = self.program
+        record = program.functions[name]
+        info = record.info
+        callees: set[str] = set()
+        calls = []
+        for call in walk_calls(info.body):
+            targets = followed(program, name, call)
+            calls.append(targets)
+            callees.update(t.name for t in targets if t.name in program.functions)
+        reads = []
+        for stmt in walk_statements(info.body):
+            for ref in stmt.reads:
+                found = self.classify.property_targets(record, ref)
+                if found:
+                    reads.append((ref, found))
+                    callees.update(found)
+            for item in stmt.items if stmt.kind == "with" else ():
+                if item[0] == "ref":
+                    values = program.resolver.evaluate(record, item[1])
+                    reads.append((item[1], sorted((v.kind, v.name) for v in values)))
+        text = repr(
+            (
+                name,
+                record.module,
+                record.path,
+                lineless(info, info.line),
+                calls,
+                reads,
+                sorted(self.context.invariants(record).items(), key=repr),
+                sorted(self.context.aliases_of(record).items()),
+                sorted(self.context.computed_of(record).items()),
+            )
+        )
+        return text, sorted(callees)
+
+    def cyclic(self, name: str) -> bool:
+        return self.keys.cyclic(name)
+
+    def _key(self, name: str, known: Mapping[Cond, Any], env: Mapping[str, str]) -> str:
+        context = repr((sorted(known.items(), key=repr), sorted(env.items())))
+        return digest(self.keys.key(name), context)
+
+    def load(self, name: str, known: Mapping[Cond, Any], env: Mapping[str, str]) -> Summary | None:
+        kept = self.store.get(self._key(name, known, env))
+        if not isinstance(kept, Summary):
+            return None
+        try:
+            found = _Shift(self._start, 1).summary(kept)
+        except KeyError:  # a function it names is gone: the key should have said so
+            return None
+        COUNTS["blocking summaries reused"] += 1
+        return found
+
+    def save(
+        self, name: str, known: Mapping[Cond, Any], env: Mapping[str, str], summary: Summary
+    ) -> None:
+        self.store.put(self._key(name, known, env), _Shift(self._start, -1).summary(summary))
+
+    def _start(self, function: str) -> int:
+        return self.program.functions[function].info.line
+
+
+class _Shift:
+    """Moves every line of a summary by its function's first line (`sign` -1: to relative
+    lines, +1: back), sharing what the summary shares."""
+
+    def __init__(self, start: Callable[[str], int], sign: int) -> None:
+        self.start = start
+        self.sign = sign
+        self._hops: dict[Hop, Hop] = {}
+        self._sites: dict[CollectiveSite, CollectiveSite] = {}
+        self._calls: dict[int, BlockingCall] = {}
+
+    def line(self, function: str, line: int) -> int:
+        return line + self.sign * self.start(function)
+
+    def hop(self, hop: Hop) -> Hop:
+        moved = self._hops.get(hop)
+        if moved is None:
+            moved = self._hops[hop] = hop._replace(line=self.line(hop.function, hop.line))
+        return moved
+
+    def chain(self, chain: tuple[Hop, ...]) -> tuple[Hop, ...]:
+        return tuple(self.hop(h) for h in chain)
+
+    def site(self, site: CollectiveSite) -> CollectiveSite:
+        moved = self._sites.get(site)
+        if moved is None:
+            line = self.line(site.function, site.line)
+            moved = self._sites[site] = copied(site, line=line)
+        return moved
+
+    def call(self, call: BlockingCall) -> BlockingCall:
+        moved = self._calls.get(id(call))
+        if moved is None:
+            line = self.line(call.function, call.line)
+            moved = copied(call, line=line, chain=self.chain(call.chain))
+            self._calls[id(call)] = moved
+        return moved
+
+    def pair(self, pair: Pair) -> Pair:
+        return Pair(
+            self.call(pair.blocking), self.site(pair.site), self.chain(pair.chain), pair.tail
+        )
+
+    def summary(self, summary: Summary) -> Summary:
+        first = {self.site(s): self.chain(c) for s, c in summary.first.items()}
+        pairs = [self.pair(p) for p in summary.pairs.values()]
+        tail = [self.call(c) for c in summary.tail.values()]
+        return Summary(first, {p.key: p for p in pairs}, {c.key: c for c in tail}, summary.passes)
