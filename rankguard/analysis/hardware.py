@@ -12,6 +12,7 @@ from typing import Any
 
 from rankguard.catalogs.platforms import Platforms
 from rankguard.model.facts import FALSY, TRUTHY, Cond
+from rankguard.summary.ir import CALL
 
 
 def platform_facts(cond: Cond, platforms: Platforms) -> dict[Cond, Any]:
@@ -25,8 +26,21 @@ def platform_facts(cond: Cond, platforms: Platforms) -> dict[Cond, Any]:
             stack.append(part[1])
         elif tag in ("and", "or"):
             stack.extend(part[1])
-        elif (tag == "ref" or (tag == "call" and not part[2] and not part[3])) and part[1]:
+        elif _predicate(part):
             value = platforms.predicate(part[1][-1])
             if value is not None:
                 out[part] = TRUTHY if value else FALSY
     return out
+
+
+def _predicate(part: Cond) -> bool:
+    """A call with no arguments (`is_npu()`, `current_platform.is_rocm()`), a module flag
+    (`_is_hip`), or an attribute of what a call returns (`get_platform().is_hip`); not an
+    object's own attribute (`tensor.is_cpu` says where one tensor lives)."""
+    tag = part[0] if part else None
+    if tag == "call":
+        return bool(part[1]) and not part[2] and not part[3]
+    if tag == "ref":
+        segs = part[1]
+        return len(segs) == 1 or (len(segs) >= 3 and segs[-2] == CALL)
+    return False
