@@ -59,7 +59,7 @@ from rankguard.analysis.blocking_types import (
     same,
 )
 from rankguard.analysis.collectives import CollectiveSite
-from rankguard.analysis.context import SELF, RoundContext, bindings, placements
+from rankguard.analysis.context import RoundContext, placements
 from rankguard.analysis.hardware import platform_facts
 from rankguard.analysis.precision import assigned_fact, cadence_of
 from rankguard.analysis.reach import edge_of, followed
@@ -161,18 +161,7 @@ class BlockingAnalysis:
     def entry_facts(
         self, name: str, call: CallSite | None, known: Mapping[Cond, Any]
     ) -> dict[Cond, Any]:
-        """What holds on entry to `name` from this call: facts on `self` when the receiver is
-        the caller's own `self`, the callee class's invariants, constant parameters."""
-        record = self.program.functions[name]
-        facts: dict[Cond, Any] = {}
-        if call is not None and call.target[:1] in ((SELF,), ("super()",)):
-            facts.update(self.context.self_facts(known))
-        facts.update(self.context.global_facts(known))
-        facts.update(self.context.aliased(record, known))
-        facts.update(self.context.invariants(record))
-        if call is not None:
-            facts.update(bindings(record, call, known))
-        return facts
+        return self.context.entry_facts(self.program.functions[name], call, known)
 
     def suspended(self, name: str) -> bool:
         """Calling `name` runs none of its body: a generator (not a context manager's)."""

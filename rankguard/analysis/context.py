@@ -193,6 +193,21 @@ class RoundContext:
         facts.update(self.invariants(record))
         return facts
 
+    def entry_facts(
+        self, record: FunctionRecord, call: CallSite | None, known: Mapping[Cond, Any]
+    ) -> dict[Cond, Any]:
+        """What holds on entry to `record` from this call: facts on `self` when the receiver
+        is the caller's own `self`, the callee class's invariants, constant parameters."""
+        facts: dict[Cond, Any] = {}
+        if call is not None and call.target[:1] in ((SELF,), ("super()",)):
+            facts.update(self.self_facts(known))
+        facts.update(self.global_facts(known))
+        facts.update(self.aliased(record, known))
+        facts.update(self.invariants(record))
+        if call is not None:
+            facts.update(bindings(record, call, known))
+        return facts
+
     def _call_sites(self, name: str) -> Iterator[tuple[FunctionRecord, CallSite]]:
         for caller in sorted(self.program.calls):
             for resolved in self.program.calls[caller]:
