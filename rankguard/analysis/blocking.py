@@ -59,12 +59,14 @@ from rankguard.analysis.blocking_types import (
     same,
 )
 from rankguard.analysis.collectives import CollectiveSite
-from rankguard.analysis.context import SELF, RoundContext, bindings, placements
+from rankguard.analysis.context import RoundContext, placements
+from rankguard.analysis.hardware import platform_facts
 from rankguard.analysis.precision import assigned_fact, cadence_of
 from rankguard.analysis.reach import edge_of, followed
 from rankguard.analysis.rounds import Round
 from rankguard.analysis.single_rank import peer_facts
 from rankguard.catalogs.catalog import BlockingCatalog, CollectiveCatalog
+from rankguard.catalogs.platforms import Platforms, platform_catalog
 from rankguard.catalogs.rank_sources import rank_source_catalog
 from rankguard.core.chains import Hop
 from rankguard.model.facts import Cond, assume, contradicts, forget, pure
@@ -87,12 +89,14 @@ class BlockingAnalysis:
         collectives: CollectiveCatalog,
         catalog: BlockingCatalog,
         cadence_helpers: Sequence[str] = (),
+        platforms: Platforms | None = None,
         store: KeyedStore | None = None,
         salt: str = "",
     ) -> None:
         """With a `store`, summaries are kept across runs (`analysis.blocking_keep`); `salt`
         must then name everything else they depend on: the configuration and this code."""
         self.program = program
+        self.platforms = platforms or platform_catalog()
         self.collectives = collectives
         self.catalog = catalog
         self.classify = CallClassifier(program, catalog, cadence_helpers)
@@ -157,18 +161,7 @@ class BlockingAnalysis:
     def entry_facts(
         self, name: str, call: CallSite | None, known: Mapping[Cond, Any]
     ) -> dict[Cond, Any]:
-        """What holds on entry to `name` from this call: facts on `self` when the receiver is
-        the caller's own `self`, the callee class's invariants, constant parameters."""
-        record = self.program.functions[name]
-        facts: dict[Cond, Any] = {}
-        if call is not None and call.target[:1] in ((SELF,), ("super()",)):
-            facts.update(self.context.self_facts(known))
-        facts.update(self.context.global_facts(known))
-        facts.update(self.context.aliased(record, known))
-        facts.update(self.context.invariants(record))
-        if call is not None:
-            facts.update(bindings(record, call, known))
-        return facts
+        return self.context.entry_facts(self.program.functions[name], call, known)
 
     def suspended(self, name: str) -> bool:
         """Calling `name` runs none of its body: a generator (not a context manager's)."""
@@ -179,9 +172,11 @@ class BlockingAnalysis:
 
     def infeasible(self, cond: Cond, positive: bool, known: Mapping[Cond, Any]) -> bool:
         """Taking this side of `cond` contradicts the facts, or needs a group of one rank
-        (`analysis.single_rank`: nobody can wait for a straggler there)."""
-        peers = peer_facts(cond, self.ranks)  # what is known wins: the normal loop's pp_size <= 1
-        return contradicts(cond, positive, {**peers, **known} if peers else known)
+        (`analysis.single_rank`: nobody can wait for a straggler there), or runs only on a
+        platform the run does not analyse (`analysis.hardware`)."""
+        ambient = {**platform_facts(cond, self.platforms), **peer_facts(cond, self.ranks)}
+        # What is known wins: the normal loop's pp_size <= 1.
+        return contradicts(cond, positive, {**ambient, **known} if ambient else known)
 
     def on_stack(self, name: str) -> bool:
         return name in self._stack
@@ -469,6 +464,8 @@ class _Walk:
             self.tainted = self.tainted or name != self.fn
             return state
         record = self.a.program.functions[name]
+        if self.a.platforms.foreign(record.module):
+            return state  # another platform's code (`catalogs.platforms`): not run here
         env = {}
         if call is not None:
             attrs = self.a.classify.placement.attribute

@@ -90,6 +90,7 @@ class KeptSummaries:
                 reads,
                 sorted(self.context.invariants(record).items(), key=repr),
                 sorted(self.context.aliases_of(record).items()),
+                sorted(self.context.computed_of(record).items()),
             )
         )
         return text, sorted(callees)

@@ -17,21 +17,22 @@ from functools import lru_cache
 from typing import Any
 
 from rankguard.analysis.precision import made_by
+from rankguard.analysis.settings import Settings
 from rankguard.model.facts import (
-    FALSY,
-    TRUTHY,
+    UNKNOWN,
     Cond,
     Symbol,
     assume,
+    complemented,
+    evaluate,
     refs,
     rename,
     rooted,
-    truth,
 )
 from rankguard.model.placement import Attrs, of_segs
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
-from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Param, Stmt
+from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Param, Segs, Stmt, walk_statements
 
 _CONSTRUCTORS = frozenset(("__init__", "__post_init__", "__new__"))
 SELF = "self"
@@ -46,6 +47,8 @@ class RoundContext:
         self._unstable: frozenset[str] | None = None
         self._invariants: dict[str, dict[Cond, Any]] = {}
         self._aliases: dict[str, dict[tuple[str, ...], tuple[str, ...]]] = {}
+        self._computed: dict[str, dict[Segs, Cond]] = {}
+        self.settings = Settings(program)
 
     # -- stability -----------------------------------------------------------------------------
     def unstable(self) -> frozenset[str]:
@@ -55,7 +58,7 @@ class RoundContext:
             for record in self.program.functions.values():
                 if record.info.name in _CONSTRUCTORS:
                     continue
-                for stmt in _statements(record.info.body):
+                for stmt in walk_statements(record.info.body):
                     names.update(t[-1] for t in stmt.targets if len(t) >= 2)
             self._unstable = frozenset(names)
         return self._unstable
@@ -82,10 +85,15 @@ class RoundContext:
         """Global facts restated for `self` where a constructor of the method's class copies
         the setting (`self.pp_size = get_config().pp_size`) and nothing reassigns the copy."""
         out: dict[Cond, Any] = {}
-        aliases = self.aliases_of(record)
-        if not aliases:
+        settings = self.global_facts(facts)
+        if not settings:
             return out
-        for cond, value in self.global_facts(facts).items():
+        for target, tree in self.computed_of(record).items():
+            value = evaluate(tree, settings)
+            if value is not UNKNOWN and self.stable(("ref", target)):
+                out[("ref", target)] = value
+        aliases = self.aliases_of(record)
+        for cond, value in settings.items():
             for source, target in aliases.items():
                 if any(segs == source for segs in refs(cond)):
                     renamed = rename(cond, source, target)
@@ -111,6 +119,28 @@ class RoundContext:
                         if targets[0][0] == SELF and tree and tree[0] == "ref" and _getter(tree[1]):
                             cached.setdefault(tree[1], targets[0])
             self._aliases[cls] = cached
+        return cached
+
+    def computed_of(self, record: FunctionRecord) -> dict[Segs, Cond]:
+        """`self.x = <expression>` set once, unconditionally, by the constructors of the
+        method's class (`self.enable_overlap = not get_config().disable_overlap`): what the
+        settings decide of the expression, they decide of the attribute."""
+        cls = f"{record.module}.{record.info.cls}" if record.info.cls else ""
+        if cls not in self.program.classes:
+            return {}
+        cached = self._computed.get(cls)
+        if cached is None:
+            seen: dict[Segs, Cond | None] = {}
+            for owner in self.program.mro(cls):
+                for name in _CONSTRUCTORS:
+                    method = self.program.classes[owner].methods.get(name)
+                    for stmt in self.program.functions[method].info.body if method else ():
+                        for target in stmt.targets:
+                            if len(target) == 2 and target[0] == SELF:
+                                once = stmt.kind == "assign" and len(stmt.targets) == 1
+                                seen[target] = stmt.tree if once and target not in seen else None
+            cached = {t: tree for t, tree in seen.items() if tree and any(map(_getter, refs(tree)))}
+            self._computed[cls] = cached
         return cached
 
     # -- class invariants ----------------------------------------------------------------------
@@ -158,7 +188,24 @@ class RoundContext:
                 facts = {c: v for c, v in found.items() if c in facts and facts[c] == v}
             found = facts
         facts = dict(found or {})
+        facts.update(self.settings.derive(self.global_facts(facts)))
+        facts.update(self.aliased(record, facts))
         facts.update(self.invariants(record))
+        return facts
+
+    def entry_facts(
+        self, record: FunctionRecord, call: CallSite | None, known: Mapping[Cond, Any]
+    ) -> dict[Cond, Any]:
+        """What holds on entry to `record` from this call: facts on `self` when the receiver
+        is the caller's own `self`, the callee class's invariants, constant parameters."""
+        facts: dict[Cond, Any] = {}
+        if call is not None and call.target[:1] in ((SELF,), ("super()",)):
+            facts.update(self.self_facts(known))
+        facts.update(self.global_facts(known))
+        facts.update(self.aliased(record, known))
+        facts.update(self.invariants(record))
+        if call is not None:
+            facts.update(bindings(record, call, known))
         return facts
 
     def _call_sites(self, name: str) -> Iterator[tuple[FunctionRecord, CallSite]]:
@@ -241,22 +288,6 @@ def placements(
     return out
 
 
-_NEGATED = {"<": ">=", ">=": "<", ">": "<=", "<=": ">", "==": "!=", "!=": "=="}
-
-
-def complemented(facts: Mapping[Cond, Any]) -> dict[Cond, Any]:
-    """With each known comparison, its negation (`x > 1` falsy: `x <= 1` truthy)."""
-    out = dict(facts)
-    for cond, value in facts.items():
-        if cond[0] == "cmp" and len(cond[1]) == 1 and cond[1][0] in _NEGATED:
-            truthy = truth(value)
-            if truthy is not None:
-                out.setdefault(
-                    ("cmp", (_NEGATED[cond[1][0]],), cond[2]), FALSY if truthy else TRUTHY
-                )
-    return out
-
-
 def _getter(segs: tuple[str, ...]) -> bool:
     """`get_config().pp_size`: a setting read from what a bare function returns."""
     return (
@@ -280,17 +311,10 @@ def _constant_name(text: str) -> bool:
     return len(parts) >= 2 and all(p.isidentifier() for p in parts) and parts[-1].isupper()
 
 
-def _statements(body: Sequence[Stmt]) -> Iterator[Stmt]:
-    for stmt in body:
-        yield stmt
-        for block in stmt.blocks:
-            yield from _statements(block)
-
-
 def _aliases(body: Sequence[Stmt]) -> dict[str, tuple[str, ...]]:
     """Locals assigned exactly once, from a plain reference (`mode = s.mode`)."""
     seen: dict[str, tuple[str, ...] | None] = {}
-    for stmt in _statements(body):
+    for stmt in walk_statements(body):
         for target in stmt.targets:
             if len(target) != 1:
                 continue

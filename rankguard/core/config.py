@@ -34,6 +34,7 @@ _STRING_LIST_KEYS = (
     "exclude",
     "plugins",
     "smaller-is-risky",
+    "platforms",
 )
 # Keys whose value is a list of strings or of tables (catalog extensions).
 _ENTRY_LIST_KEYS = ("blocking", "driver-terms")
@@ -55,6 +56,7 @@ class Config:
     exclude: tuple[str, ...] = ()
     plugins: tuple[str, ...] = ()
     smaller_is_risky: tuple[str, ...] = ()
+    platforms: tuple[str, ...] = ()  # empty: CUDA (catalogs.platforms)
     source: Path | None = field(default=None, compare=False)
 
     @property

@@ -45,7 +45,7 @@ def through_parameters(program: Program, resolver: Resolver) -> None:
             if owner is not None:
                 pending.append((qual, index, owner))
     for _ in range(_MAX_ROUNDS):
-        flow = _Flow(program, resolver, _callers(program))
+        flow = _Flow(program, resolver, callers(program))
         changed = False
         for qual, index, owner in pending:
             call = program.calls[qual][index].call
@@ -62,7 +62,8 @@ def through_parameters(program: Program, resolver: Resolver) -> None:
             break
 
 
-def _callers(program: Program) -> Callers:
+def callers(program: Program) -> Callers:
+    """Callee -> (caller, call site) for every call edge (callbacks left out)."""
     callers: Callers = defaultdict(list)
     for qual, resolved in program.calls.items():
         for call, targets in resolved:

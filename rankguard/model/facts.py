@@ -155,6 +155,22 @@ def assume(cond: Cond, positive: bool) -> dict[Cond, Any]:
     return out
 
 
+_NEGATED = {"<": ">=", ">=": "<", ">": "<=", "<=": ">", "==": "!=", "!=": "=="}
+
+
+def complemented(facts: Mapping[Cond, Any]) -> dict[Cond, Any]:
+    """With each known comparison, its negation (`x > 1` falsy: `x <= 1` truthy)."""
+    out = dict(facts)
+    for cond, value in facts.items():
+        if cond[0] == "cmp" and len(cond[1]) == 1 and cond[1][0] in _NEGATED:
+            truthy = truth(value)
+            if truthy is not None:
+                out.setdefault(
+                    ("cmp", (_NEGATED[cond[1][0]],), cond[2]), FALSY if truthy else TRUTHY
+                )
+    return out
+
+
 def refs(cond: Cond) -> Iterable[Segs]:
     """Every reference a condition reads (the targets of its calls included)."""
     tag = cond[0] if cond else "other"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import builtins
 from collections import defaultdict
 from importlib import resources
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rankguard.model.decorators import Decorators
 from rankguard.model.hierarchy import Hierarchy
@@ -171,9 +171,13 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
         return table
 
     def _assigned_value(self, fn: FunctionRecord, stmt: Stmt) -> list[Value]:
-        shape = stmt.value
+        return self._value_of(fn, stmt, stmt.value)
+
+    def _value_of(self, fn: FunctionRecord, stmt: Stmt, shape: tuple[Any, ...]) -> list[Value]:
         if not shape:
             return []
+        if shape[0] == "either":
+            return [v for side in shape[1] for v in self._value_of(fn, stmt, side)]
         if shape[0] == "annotated":
             return list(self._instances(fn, shape[1]))
         if shape[0] == "items":  # a container of T: `bound` carries the element's kind

@@ -79,6 +79,7 @@ class BlockingBeforeCollective(Rule):
         "blocking",
         "non-blocking",
         "cadence-helpers",
+        "platforms",
         "--include-round-tail",
     )
     fix = ""

@@ -22,6 +22,7 @@ from rankguard.analysis.rounds import Round, find_rounds
 from rankguard.analysis.staleness import StalenessReport, staleness
 from rankguard.analysis.watchdog import Unwatched, find_unwatched
 from rankguard.catalogs.catalog import CollectiveCatalog, blocking_catalog, collective_catalog
+from rankguard.catalogs.platforms import platform_catalog
 from rankguard.core.config import Config
 from rankguard.model.program import Program
 
@@ -72,6 +73,7 @@ class AnalysisSession:
             self.collectives,
             blocking_catalog(config.blocking, config.non_blocking),
             config.cadence_helpers,
+            platform_catalog(config.platforms),
             self.kept,
             self.config.digest(),
         )

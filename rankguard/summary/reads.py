@@ -227,6 +227,10 @@ def value_shape(node: ast.AST | None) -> tuple[Any, ...]:
         return ("call", reference(node.func))
     if isinstance(node, ast.Await):
         return value_shape(node.value)
+    if isinstance(node, ast.IfExp):  # `A() if c else B()`: either side's value
+        return ("either", (value_shape(node.body), value_shape(node.orelse)))
+    if isinstance(node, ast.BoolOp):  # `x or Default()`: any operand may be the value
+        return ("either", tuple(value_shape(v) for v in node.values))
     if node is not None and is_value_ref(node):
         return ("ref", reference(node))
     if isinstance(node, ast.Constant):

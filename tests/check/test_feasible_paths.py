@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.check.test_blocking import _assert_marked, _run
 
 
@@ -270,3 +272,81 @@ def test_a_group_of_one_rank_is_not_a_path_a_straggler_takes(tmp_path: Path):
         "open": ["mod.quiet_reduce"],
         "subprocess.run": ["mod.pipeline_barrier", "mod.tp_all_reduce"],
     }
+
+
+VALIDATED = """
+    class Config:
+        def __init__(self):
+            self.pp_size = 1
+            self.disable_overlap = False
+
+    _CFG = Config()
+
+    def get_parallel() -> Config:
+        return _CFG
+
+    def get_schedule() -> Config:
+        return _CFG
+
+    def check_pipeline(cfg):
+        assert cfg.disable_overlap, "pipeline parallelism needs overlap scheduling off"
+
+    def validate(cfg):
+        if cfg.pp_size > 1:
+            check_pipeline(cfg)
+        if cfg.pp_size > 2:
+            assert cfg.chunked
+        if cfg.eager and cfg.pp_size > 1:
+            raise ValueError("eager mode runs one stage")
+        if cfg.legacy:
+            check_legacy(cfg)
+
+    def check_legacy(cfg):
+        if cfg.pp_size > 1:
+            assert not cfg.fused
+
+    def start():
+        validate(_CFG)
+
+    class S:
+        def __init__(self):
+            self.enable_overlap = not get_schedule().disable_overlap
+            self.busy = False
+
+        def event_loop_pp(self):
+            while True:
+                if self.enable_overlap and self.busy:
+                    torch.cuda.synchronize()  # {overlap}
+                if not get_schedule().disable_overlap:
+                    time.sleep(1)  # {overlap}
+                if not get_schedule().chunked:
+                    open("x")  # expect
+                if get_schedule().eager:
+                    gc.collect()  # {overlap}
+                if get_schedule().fused:
+                    subprocess.run(["x"])  # expect
+                dist.barrier()
+
+    def run(s: S):
+        if {guard}:
+            s.event_loop_pp()
+"""
+
+
+@pytest.mark.parametrize(
+    ("guard", "overlap"),
+    [("get_parallel().pp_size > 1", "not walked"), ("get_parallel().pp_size == 1", "expect")],
+)
+def test_what_the_configuration_validation_asserts_holds_in_the_round(
+    tmp_path: Path, guard: str, overlap: str
+):
+    """The launcher picks the pipeline loop on `pp_size > 1`, and start-up validation asserts
+    that pipelining runs with overlap scheduling off (and raises on eager mode): the loop's
+    overlap and eager branches cannot run, though it reads the settings through other getters.
+    An implication whose premise the round does not know (`pp_size > 2`) decides nothing, and
+    neither does a check that runs only in some mode (`if cfg.legacy: check_legacy(cfg)`)."""
+    _assert_marked(
+        tmp_path,
+        VALIDATED.format(guard=guard, overlap=overlap),
+        {"rounds": ["*.event_loop_pp"]},
+    )

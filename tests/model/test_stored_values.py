@@ -106,3 +106,39 @@ def test_methods_of_builtin_values_resolve_to_the_builtin(program_of):
     assert callees(program, "m.table", "call") == {"<builtin>.dict().items"}
     assert callees(program, "m.Queue.push", "call") == {"<builtin>.list().append"}
     assert not [u for u in program.unresolved if u[0].startswith("m.")]
+
+
+CHOSEN = """
+class Npu:
+    def step(self):
+        pass
+
+
+class Cuda:
+    def step(self):
+        pass
+
+
+class Default:
+    def step(self):
+        pass
+
+
+class Runner:
+    def __init__(self, npu, given=None):
+        self.worker = Npu() if npu else Cuda()
+        self.fallback = given or Default()
+
+    def run(self):
+        self.worker.step()
+        self.fallback.step()
+"""
+
+
+def test_a_conditional_expression_or_an_or_holds_any_side(program_of):
+    program = program_of({"m.py": CHOSEN})
+    assert callees(program, "m.Runner.run", "call") == {
+        "m.Npu.step",
+        "m.Cuda.step",
+        "m.Default.step",
+    }

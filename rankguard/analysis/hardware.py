@@ -1,0 +1,46 @@
+"""Branches on the hardware platform, decided for the platforms the run analyses.
+
+`if is_npu():`, `if _is_hip:`, `elif current_platform.is_rocm():` pick a platform's path at run
+time; on a CUDA deployment those sides never run, and their waits are no stragglers there. The
+predicates inside a condition (through `not`, `and`, `or`) are handed to the facts
+(`model.facts`) with the rest of what is known, like the group-size facts of `single_rank`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rankguard.catalogs.platforms import Platforms
+from rankguard.model.facts import FALSY, TRUTHY, Cond
+from rankguard.summary.ir import CALL
+
+
+def platform_facts(cond: Cond, platforms: Platforms) -> dict[Cond, Any]:
+    """The platform predicates inside `cond`, each with its value on the selected platforms."""
+    out: dict[Cond, Any] = {}
+    stack = [cond]
+    while stack:
+        part = stack.pop()
+        tag = part[0] if part else None
+        if tag == "not":
+            stack.append(part[1])
+        elif tag in ("and", "or"):
+            stack.extend(part[1])
+        elif _predicate(part):
+            value = platforms.predicate(part[1][-1])
+            if value is not None:
+                out[part] = TRUTHY if value else FALSY
+    return out
+
+
+def _predicate(part: Cond) -> bool:
+    """A call with no arguments (`is_npu()`, `current_platform.is_rocm()`), a module flag
+    (`_is_hip`), or an attribute of what a call returns (`get_platform().is_hip`); not an
+    object's own attribute (`tensor.is_cpu` says where one tensor lives)."""
+    tag = part[0] if part else None
+    if tag == "call":
+        return bool(part[1]) and not part[2] and not part[3]
+    if tag == "ref":
+        segs = part[1]
+        return len(segs) == 1 or (len(segs) >= 3 and segs[-2] == CALL)
+    return False
