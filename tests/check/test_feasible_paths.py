@@ -350,3 +350,57 @@ def test_what_the_configuration_validation_asserts_holds_in_the_round(
         VALIDATED.format(guard=guard, overlap=overlap),
         {"rounds": ["*.event_loop_pp"]},
     )
+
+
+def test_a_receiver_of_known_class_runs_its_own_overrides(tmp_path: Path):
+    """`FLAG = Plain(None)` is exactly a `Plain`: `FLAG.get()` runs the base's `get`, whose
+    `self.parse()` is `Plain.parse`, not every subclass's override (class-hierarchy analysis
+    alone unions them). A receiver of another known class, or of a declared one (which may be
+    any subclass), keeps the overrides it may run."""
+    _, result = _run(
+        tmp_path,
+        """
+        class Field:
+            def __init__(self, default):
+                self.default = default
+
+            def get(self):
+                return self.parse(self.default)  # each subclass defines parse
+
+        class Plain(Field):
+            def parse(self, value):
+                return str(value)
+
+        class FromFile(Field):
+            def parse(self, value):
+                with open(value) as f:
+                    return f.read()
+
+        FLAG = Plain(None)
+        PATH = FromFile("x")
+
+        def read(field: Field):
+            return field.get()
+
+        class S:
+            def event_loop_known(self):
+                while True:
+                    FLAG.get()
+                    local = Plain(1)
+                    local.get()
+                    dist.barrier()
+
+            def event_loop_file(self):
+                while True:
+                    PATH.get()
+                    dist.barrier()
+
+            def event_loop_declared(self, field: Field):
+                while True:
+                    read(field)
+                    dist.barrier()
+        """,
+        {"rounds": ["*.event_loop_*"]},
+    )
+    rounds = sorted(f.extra["round"].rsplit(".", 1)[1] for f in result.findings)
+    assert rounds == ["event_loop_declared", "event_loop_file"]
