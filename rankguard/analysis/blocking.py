@@ -97,7 +97,9 @@ class BlockingAnalysis:
         self._memo: dict[MemoKey, tuple[Summary, bool]] = {}
         self._stack: list[str] = []
         self.kept = (
-            KeptSummaries(program, self.classify, self.context, store, salt) if store else None
+            KeptSummaries(program, self.classify, self.context, self.receivers, store, salt)
+            if store
+            else None
         )
 
     # -- summaries -----------------------------------------------------------------------------

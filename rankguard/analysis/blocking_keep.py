@@ -32,6 +32,7 @@ from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.context import RoundContext
 from rankguard.analysis.function_keys import FunctionKeys, digest, lineless
 from rankguard.analysis.reach import followed
+from rankguard.analysis.receivers import Receivers
 from rankguard.core.chains import Hop
 from rankguard.model.facts import Cond
 from rankguard.model.program import Program
@@ -44,17 +45,26 @@ class KeptSummaries:
         program: Program,
         classify: CallClassifier,
         context: RoundContext,
+        receivers: Receivers,
         store: KeyedStore,
         salt: str,
     ) -> None:
         self.program = program
         self.classify = classify
         self.context = context
+        self.receivers = receivers
         self.store = store
+        # The class table: exact receivers (`analysis.receivers`) narrow calls by the MRO and
+        # methods of classes a caller passes in as an entry fact, not by the callee's record.
+        classes = [
+            (name, program.mro(name), sorted(record.methods.items()))
+            for name, record in sorted(program.classes.items())
+        ]
         tables = (
             sorted(classify.placement.table().items()),
             sorted(context.unstable()),
             sorted(classify.property_names()),
+            classes,
         )
         self.keys = FunctionKeys(digest("blocking", salt, repr(tables)), self._local)
 
@@ -67,7 +77,8 @@ class KeptSummaries:
         calls = []
         for call in walk_calls(info.body):
             targets = followed(program, name, call)
-            calls.append(targets)
+            receiver = self.receivers.of_call(record, call, {})
+            calls.append((targets, sorted(receiver) if receiver else None))
             callees.update(t.name for t in targets if t.name in program.functions)
         reads = []
         for stmt in walk_statements(info.body):
@@ -99,7 +110,8 @@ class KeptSummaries:
         return self.keys.cyclic(name)
 
     def _key(self, name: str, known: Mapping[Cond, Any], env: Mapping[str, str]) -> str:
-        context = repr((sorted(known.items(), key=repr), sorted(env.items())))
+        facts = sorted((repr(c), _canonical(v)) for c, v in known.items())
+        context = repr((facts, sorted(env.items())))
         return digest(self.keys.key(name), context)
 
     def load(self, name: str, known: Mapping[Cond, Any], env: Mapping[str, str]) -> Summary | None:
@@ -120,6 +132,14 @@ class KeptSummaries:
 
     def _start(self, function: str) -> int:
         return self.program.functions[function].info.line
+
+
+def _canonical(value: Any) -> str:
+    """A fact's value as text that is the same in every process (a set's own repr follows
+    string hashing, which changes from run to run)."""
+    if isinstance(value, (frozenset, set)):
+        return repr(sorted(map(_canonical, value)))
+    return repr(value)
 
 
 class _Shift:

@@ -23,6 +23,31 @@ BUDGET = '        self.budget = torch.zeros(1, device="cpu")  # budget\n'
 ASSERT_MODE = "        assert not self.server_args.gc_each_round\n"
 ROUND_BARRIER = "    def round_barrier(self) -> None:\n"
 READ_BUDGET = "        n = self.budget.item()\n"
+FLAGS = "toysched/managers/flags.py"
+FLAGS_MODULE = """import time
+
+
+class Base:
+    def get(self):
+        return self.parse()
+
+    def parse(self):
+        return 0
+
+
+class Plain(Base):
+    def parse(self):
+        time.sleep(1)
+        return 1
+
+
+class Fancy(Base):
+    def parse(self):
+        return 2
+
+
+FLAG = Plain()
+"""
 
 
 def _replace(root: Path, rel: str, old: str, new: str, regex: bool = False) -> None:
@@ -98,6 +123,18 @@ STEPS = {
     # A class invariant (a constructor's assert) decides a branch in a reached method.
     "a constructor asserts what a reached method branches on": lambda r: _replace(
         r, SCHED, "        self.round_ct = 0\n", "        self.round_ct = 0\n" + ASSERT_MODE
+    ),
+    # Exact receivers: which override `self.parse()` runs depends on the class of a module-level
+    # object, set outside every function the round reaches.
+    "a reached method calls a module-level object's method": lambda r: (
+        (r / FLAGS).write_text(FLAGS_MODULE),
+        _replace(
+            r, SCHED, "import zmq\n", "import zmq\n\nfrom toysched.managers.flags import FLAG\n"
+        ),
+        _replace(r, SCHED, READ_BUDGET, READ_BUDGET + "        FLAG.get()\n"),
+    ),
+    "only that object's class changes": lambda r: _replace(
+        r, FLAGS, "FLAG = Plain()", "FLAG = Fancy()"
     ),
 }
 
