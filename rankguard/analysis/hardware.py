@@ -35,12 +35,15 @@ def platform_facts(cond: Cond, platforms: Platforms) -> dict[Cond, Any]:
 
 def _predicate(part: Cond) -> bool:
     """A call with no arguments (`is_npu()`, `current_platform.is_rocm()`), a module flag
-    (`_is_hip`), or an attribute of what a call returns (`get_platform().is_hip`); not an
-    object's own attribute (`tensor.is_cpu` says where one tensor lives)."""
+    (`_is_hip`: a private global, not a parameter someone named `is_cpu`), or an attribute of
+    what a bare getter returns (`get_platform().is_hip`); not an object's own attribute
+    (`tensor.is_cpu`, `buf.contiguous().is_cuda` say where one tensor lives)."""
     tag = part[0] if part else None
     if tag == "call":
         return bool(part[1]) and not part[2] and not part[3]
     if tag == "ref":
         segs = part[1]
-        return len(segs) == 1 or (len(segs) >= 3 and segs[-2] == CALL)
+        if len(segs) == 1:
+            return segs[0].startswith("_")
+        return len(segs) == 3 and segs[1] == CALL
     return False
