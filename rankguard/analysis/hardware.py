@@ -11,26 +11,18 @@ from __future__ import annotations
 from typing import Any
 
 from rankguard.catalogs.platforms import Platforms
-from rankguard.model.facts import FALSY, TRUTHY, Cond
+from rankguard.model.facts import FALSY, TRUTHY, Cond, leaf_facts
 from rankguard.summary.ir import CALL
 
 
 def platform_facts(cond: Cond, platforms: Platforms) -> dict[Cond, Any]:
     """The platform predicates inside `cond`, each with its value on the selected platforms."""
-    out: dict[Cond, Any] = {}
-    stack = [cond]
-    while stack:
-        part = stack.pop()
-        tag = part[0] if part else None
-        if tag == "not":
-            stack.append(part[1])
-        elif tag in ("and", "or"):
-            stack.extend(part[1])
-        elif _predicate(part):
-            value = platforms.predicate(part[1][-1])
-            if value is not None:
-                out[part] = TRUTHY if value else FALSY
-    return out
+
+    def decide(part: Cond) -> Any:
+        value = platforms.predicate(part[1][-1]) if _predicate(part) else None
+        return None if value is None else (TRUTHY if value else FALSY)
+
+    return leaf_facts(cond, decide)
 
 
 def _predicate(part: Cond) -> bool:
