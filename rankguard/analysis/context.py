@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from rankguard.analysis.precision import made_by
-from rankguard.analysis.settings import Settings
+from rankguard.analysis.settings import NOT_GETTERS, Settings
 from rankguard.model.facts import (
     UNKNOWN,
     Cond,
@@ -131,17 +131,33 @@ class RoundContext:
         cached = self._computed.get(cls)
         if cached is None:
             seen: dict[Segs, Cond | None] = {}
-            for owner in self.program.mro(cls):
+            for owner in self._related(cls):
                 for name in _CONSTRUCTORS:
                     method = self.program.classes[owner].methods.get(name)
-                    for stmt in self.program.functions[method].info.body if method else ():
+                    body = self.program.functions[method].info.body if method else ()
+                    for stmt in walk_statements(body):
                         for target in stmt.targets:
                             if len(target) == 2 and target[0] == SELF:
                                 once = stmt.kind == "assign" and len(stmt.targets) == 1
+                                once = once and any(
+                                    stmt is top for top in body
+                                )  # not under a branch
                                 seen[target] = stmt.tree if once and target not in seen else None
             cached = {t: tree for t, tree in seen.items() if tree and any(map(_getter, refs(tree)))}
             self._computed[cls] = cached
         return cached
+
+    def _related(self, cls: str) -> list[str]:
+        """The class's MRO and every class derived from it: a subclass's constructor may set
+        the attribute again on the same object."""
+        found = list(self.program.mro(cls))
+        work = [cls]
+        while work:
+            for sub in sorted(self.program.subclasses.get(work.pop(), ())):
+                if sub not in found:
+                    found.append(sub)
+                    work.append(sub)
+        return found
 
     # -- class invariants ----------------------------------------------------------------------
     def invariants(self, record: FunctionRecord) -> dict[Cond, Any]:
@@ -293,7 +309,7 @@ def _getter(segs: tuple[str, ...]) -> bool:
     return (
         len(segs) >= 3
         and segs[1] == CALL
-        and segs[0] not in (SELF, "super()")
+        and segs[0] not in NOT_GETTERS
         and CALL not in segs[2:]
         and SUBSCRIPT not in segs
     )

@@ -23,6 +23,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from rankguard.model.arguments import Callers, callers
+from rankguard.model.binding import bind
 from rankguard.model.facts import (
     TRUTHY,
     Cond,
@@ -36,13 +37,14 @@ from rankguard.model.facts import (
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
 from rankguard.model.stores import bound_names
-from rankguard.summary.ir import CALL, SUBSCRIPT, Segs, Stmt, walk_statements
+from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt, walk_statements
 
 SETTING = "<setting>"
 # Parameter names a validation function receives the configuration under.
 _CONFIG_NAME = re.compile(r"^(cfg|conf|config|args|settings|options|opts)$|_(args|cfg|config)$")
-_NOT_GETTERS = frozenset(dir(builtins)) | {"self", "super()"}
-_ROUNDS = 4  # implications chain (pp => no overlap => ...); a few steps reach every one used
+# What a getter is not: `getattr(x, n).device` reads an object, not a setting.
+NOT_GETTERS = frozenset(dir(builtins)) | {"self", "super()"}
+_CHAIN_STEPS = 4  # implications chain (pp => no overlap => ...); a few steps reach every one used
 
 Premise = tuple[Cond, bool]
 Implication = tuple[tuple[Premise, ...], Cond]
@@ -56,7 +58,8 @@ class Settings:
         self._implications: list[Implication] | None = None
         self._readers: dict[str, tuple[Segs, ...]] | None = None
         self._callers: Callers | None = None
-        self._unguarded: dict[str, bool] = {}
+        self._guarded: set[str] | None = None
+        self._guard_maps: dict[str, dict[int, list[Premise] | None]] = {}
         self._derived: dict[frozenset[tuple[Cond, Any]], dict[Cond, Any]] = {}
 
     def derive(self, known: Mapping[Cond, Any]) -> dict[Cond, Any]:
@@ -77,7 +80,7 @@ class Settings:
         return {c: v for c, v in cached.items() if c not in known}
 
     def _close(self, settings: dict[Cond, Any]) -> dict[Cond, Any]:
-        for _ in range(_ROUNDS):
+        for _ in range(_CHAIN_STEPS):
             added = False
             for premises, conclusion in self.implications():
                 if conclusion in settings or not all(
@@ -114,7 +117,9 @@ class Settings:
             found: list[Implication] = []
             for name in sorted(self.program.functions):
                 found.extend(self._of_function(self.program.functions[name]))
-            self._implications = found
+            # A check under no condition decides nothing alone: the function may still run
+            # only for one model or feature, by a path the call graph does not show.
+            self._implications = [(p, c) for p, c in found if p]
         return self._implications
 
     def _of_function(self, fn: FunctionRecord) -> Iterator[Implication]:
@@ -132,12 +137,12 @@ class Settings:
                 if conclusion is not None and all(c is not None for c, _ in premises):
                     yield premises, conclusion  # type: ignore[misc]
         for resolved in self.program.calls.get(fn.qualname, ()):
-            guards = _guards(fn.info.body, resolved.call)
+            guards = self.guards(fn.qualname, resolved.call)
             for target in resolved.targets:
                 callee = self.program.functions.get(target.name)
                 if callee is None or target.kind != "call" or guards is None:
                     continue
-                for root, param in _passed_roots(callee, resolved.call.args, roots):
+                for root, param in _passed_roots(callee, resolved.call, roots):
                     premises = tuple((_canonical(c, root), side) for c, side in guards)
                     if not all(c is not None for c, _ in premises):
                         continue
@@ -153,19 +158,39 @@ class Settings:
 
     def _runs_unguarded(self, fn: FunctionRecord) -> bool:
         """Every call of `fn` is unconditional, in a function that itself runs unconditionally,
-        up to functions nothing calls (entry points, hooks run from a table): what `fn` checks
-        is then checked on every start-up, tied to no mode. A guarded call gives its caller's
-        guards as premises instead (`_of_function`)."""
-        found = self._unguarded.get(fn.qualname)
-        if found is None:
-            self._unguarded[fn.qualname] = False  # a cycle proves nothing
-            found = all(
-                _guards(self.program.functions[caller].info.body, call) == []
-                and self._runs_unguarded(self.program.functions[caller])
-                for caller, call in self._callers_of(fn)
-            )
-            self._unguarded[fn.qualname] = found
-        return found
+        up to functions nothing calls: what `fn` checks is checked whenever its entry runs,
+        tied to no mode. A guarded call gives its caller's guards as premises instead."""
+        if self._guarded is None:
+            self._guarded = self._guarded_functions()
+        return fn.qualname not in self._guarded
+
+    def _guarded_functions(self) -> set[str]:
+        """Functions some call reaches only under a condition (propagated to their callees)."""
+        if self._callers is None:
+            self._callers = callers(self.program)
+        calls: dict[str, set[str]] = defaultdict(set)
+        work: list[str] = []
+        for callee, sites in self._callers.items():
+            for caller, call in sites:
+                calls[caller].add(callee)
+                if self.guards(caller, call) != []:
+                    work.append(callee)
+        guarded: set[str] = set()
+        while work:
+            name = work.pop()
+            if name not in guarded:
+                guarded.add(name)
+                work.extend(calls.get(name, ()))
+        return guarded
+
+    def guards(self, function: str, call: CallSite) -> list[Premise] | None:
+        """The `if` conditions (and sides) enclosing `call` in `function`, where nothing else
+        decides whether it runs (`_guard_map`)."""
+        table = self._guard_maps.get(function)
+        if table is None:
+            table = self._guard_maps[function] = {}
+            _guard_map(self.program.functions[function].info.body, [], table)
+        return table.get(id(call))
 
     def readers(self) -> dict[str, tuple[Segs, ...]]:
         """Setting name -> the getter calls it is read through (`get_schedule()`)."""
@@ -220,32 +245,46 @@ def _may_return(stmt: Stmt) -> bool:
     return any(s.kind == "return" for s in walk_statements((stmt,)))
 
 
-def _guards(body: Sequence[Stmt], call: Any) -> list[Premise] | None:
-    """The (condition, side) pairs enclosing `call`, if only `if`s enclose it and nothing
-    before it in its function can return."""
+def _guard_map(
+    body: Sequence[Stmt], guards: list[Premise] | None, out: dict[int, list[Premise] | None]
+) -> bool:
+    """Every call's enclosing `if` conditions into `out` (by `id`), or None where something
+    else decides whether it runs: a loop, a `try`, a `with`, an earlier statement that may
+    return, or the call being one operand of `a or f()` / `f() if c else x` (only a call that
+    is its statement's whole value runs whenever the statement does). True if `body` may
+    return."""
+    returns = False
     for stmt in body:
-        if any(c is call for c in stmt.calls):
-            return []
+        for call in stmt.calls:
+            out[id(call)] = list(guards) if guards is not None and _whole(stmt, call) else None
         for index, block in enumerate(stmt.blocks):
-            inner = _guards(block, call)
-            if inner is None:
-                continue
-            if stmt.kind != "if" or not stmt.cond:
-                return None
-            return [(stmt.cond, index == 0), *inner]
-        if _may_return(stmt):
-            return None
-    return None
+            inner = None
+            if guards is not None and stmt.kind == "if" and stmt.cond:
+                inner = [*guards, (stmt.cond, index == 0)]
+            returns = _guard_map(block, inner, out) or returns
+        if stmt.kind == "return":
+            returns = True
+        if returns:
+            guards = None  # what follows a statement that may return is conditional
+    return returns
+
+
+def _whole(stmt: Stmt, call: CallSite) -> bool:
+    """The call is what its statement evaluates: `check(cfg)`, `ok = check(cfg)` (for an
+    expression statement, its outermost call: evaluated last)."""
+    if stmt.kind == "expr":
+        return not stmt.cond and stmt.calls[-1] is call
+    return stmt.kind == "assign" and stmt.value[:2] == ("call", call.target)
 
 
 def _passed_roots(
-    callee: FunctionRecord, args: Sequence[str], roots: set[str]
+    callee: FunctionRecord, call: CallSite, roots: set[str]
 ) -> Iterator[tuple[str, str]]:
-    """(caller's configuration name, callee's parameter) for each root passed positionally."""
-    params = [p.name for p in callee.info.params if not p.name.startswith("*")]
-    for index, text in enumerate(args):
-        if text in roots and index < len(params):
-            yield text, params[index]
+    """(caller's configuration name, callee's parameter) for each root passed as a bare name
+    (the receiver of `checker.check(cfg)` binds `self`, not `cfg`)."""
+    for param, operand in bind(callee, call).passed.items():
+        if operand.ref is not None and len(operand.ref) == 1 and operand.ref[0] in roots:
+            yield operand.ref[0], param
 
 
 def _canonical(cond: Cond, root: str) -> Cond | None:
@@ -262,7 +301,7 @@ def _getter_read(segs: Segs) -> bool:
     return (
         len(segs) == 3
         and segs[1] == CALL
-        and segs[0] not in _NOT_GETTERS
+        and segs[0] not in NOT_GETTERS
         and segs[2] not in (CALL, SUBSCRIPT)
     )
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from rankguard.catalogs.rank_sources import RankSourceCatalog
-from rankguard.model.facts import Cond
+from rankguard.model.facts import Cond, leaf_facts
 
 _MIRRORED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
@@ -22,18 +22,7 @@ _MIRRORED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 def peer_facts(cond: Cond, catalog: RankSourceCatalog) -> dict[Cond, Any]:
     """The group-size comparisons inside `cond` (through `not`, `and`, `or`), each with its
     value in a group of two or more ranks: facts for `model.facts` to evaluate `cond` with."""
-    out: dict[Cond, Any] = {}
-    stack = [cond]
-    while stack:
-        part = stack.pop()
-        tag = part[0] if part else None
-        if tag == "not":
-            stack.append(part[1])
-        elif tag in ("and", "or"):
-            stack.extend(part[1])
-        elif tag == "cmp" and (value := _decided(part, catalog)) is not None:
-            out[part] = value
-    return out
+    return leaf_facts(cond, lambda part: _decided(part, catalog) if part[0] == "cmp" else None)
 
 
 def _decided(cond: Cond, catalog: RankSourceCatalog) -> bool | None:

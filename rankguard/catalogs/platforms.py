@@ -53,13 +53,16 @@ def platform_catalog(selected: tuple[str, ...] = ()) -> Platforms:
     unknown = sorted(chosen - set(names))
     if unknown:
         raise InputError(
-            f"config: 'platforms' names {', '.join(map(repr, unknown))}, not a known platform "
-            f"(known: {', '.join(names)}, or '*' for every one)"
+            f"[tool.rankguard] 'platforms' names {', '.join(map(repr, unknown))}, not a known "
+            f"platform (known: {', '.join(names)}, or '*' for every one)"
         )
-    true = {p for e in entries if e["name"] in chosen for p in e["predicates"]}
+    # Several platforms: a predicate is true only if every one makes it true, false only if
+    # none does (`is_hip` on ["cuda", "rocm"] decides nothing).
+    selected = [set(e["predicates"]) for e in entries if e["name"] in chosen]
+    true = set.intersection(*selected)
     words = {w for e in entries if e["name"] in chosen for w in e["words"]}
     return Platforms(
         frozenset(true),
-        frozenset(p for e in entries for p in e["predicates"]) - true,
+        frozenset(p for e in entries for p in e["predicates"]) - set.union(*selected),
         frozenset(w for e in entries for w in e["words"]) - words,
     )

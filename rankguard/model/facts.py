@@ -9,7 +9,7 @@ do not decide is unknown, and an unknown branch stays feasible.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
 from rankguard.summary.ir import CALL, SUBSCRIPT, Segs
@@ -168,6 +168,23 @@ def complemented(facts: Mapping[Cond, Any]) -> dict[Cond, Any]:
                 out.setdefault(
                     ("cmp", (_NEGATED[cond[1][0]],), cond[2]), FALSY if truthy else TRUTHY
                 )
+    return out
+
+
+def leaf_facts(cond: Cond, decide: Callable[[Cond], Any]) -> dict[Cond, Any]:
+    """What `decide` knows of each operand `cond` combines with `not`, `and`, `or` (None: not
+    known): facts from outside the path (the hardware, groups with peers) for `evaluate`."""
+    out: dict[Cond, Any] = {}
+    stack = [cond]
+    while stack:
+        part = stack.pop()
+        tag = part[0] if part else None
+        if tag == "not":
+            stack.append(part[1])
+        elif tag in ("and", "or"):
+            stack.extend(part[1])
+        elif part and (value := decide(part)) is not None:
+            out[part] = value
     return out
 
 

@@ -300,6 +300,15 @@ VALIDATED = """
             raise ValueError("eager mode runs one stage")
         if cfg.legacy:
             check_legacy(cfg)
+        if cfg.pp_size > 1:
+            ok = cfg.fast or check_spill(cfg)  # runs only when not fast
+
+    def check_spill(cfg):
+        assert not cfg.spill
+        return True
+
+    def model_hook(cfg):  # run from a registry, for one model
+        assert cfg.spill
 
     def check_legacy(cfg):
         if cfg.pp_size > 1:
@@ -325,6 +334,10 @@ VALIDATED = """
                     gc.collect()  # {overlap}
                 if get_schedule().fused:
                     subprocess.run(["x"])  # expect
+                if get_schedule().spill:
+                    zmq.Context().socket(zmq.PULL).recv()  # expect
+                else:
+                    queue.Queue().get()  # expect
                 dist.barrier()
 
     def run(s: S):
@@ -344,7 +357,9 @@ def test_what_the_configuration_validation_asserts_holds_in_the_round(
     that pipelining runs with overlap scheduling off (and raises on eager mode): the loop's
     overlap and eager branches cannot run, though it reads the settings through other getters.
     An implication whose premise the round does not know (`pp_size > 2`) decides nothing, and
-    neither does a check that runs only in some mode (`if cfg.legacy: check_legacy(cfg)`)."""
+    neither does a check that runs only in some mode (`if cfg.legacy: check_legacy(cfg)`), one
+    that short-circuits (`cfg.fast or check_spill(cfg)`), or one under no condition at all
+    (`model_hook`: a registry may run it for one model only)."""
     _assert_marked(
         tmp_path,
         VALIDATED.format(guard=guard, overlap=overlap),

@@ -100,6 +100,8 @@ def _findings(tmp_path: Path, settings: dict, marks: dict[str, str]) -> tuple[se
         ({"platforms": ["cuda"]}, {"npu": "not on cuda", "rocm": "not on cuda"}),
         ({"platforms": ["npu"]}, {"npu": "expect", "rocm": "not on npu"}),
         ({"platforms": ["*"]}, {"npu": "expect", "rocm": "expect"}),
+        # Two platforms: `is_rocm()` decides nothing, `is_npu()` is still false.
+        ({"platforms": ["cuda", "rocm"]}, {"npu": "not on either", "rocm": "expect"}),
     ],
 )
 def test_only_the_selected_platforms_code_is_walked(tmp_path: Path, settings, marks):
