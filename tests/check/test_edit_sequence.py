@@ -12,6 +12,7 @@ from pathlib import Path
 
 from rankguard.adapters import store
 from rankguard.cli import main
+from rankguard.pipelines.check import KEEP_SUMMARIES
 from tests.conftest import EXAMPLE
 
 SCHED = "toysched/managers/scheduler.py"
@@ -139,7 +140,8 @@ STEPS = {
 }
 
 
-def test_warm_equals_no_cache_after_every_edit(capsys, tmp_path: Path):
+def test_warm_equals_no_cache_after_every_edit(capsys, tmp_path: Path, monkeypatch):
+    monkeypatch.setenv(KEEP_SUMMARIES, "1")  # with kept blocking summaries (opt-in)
     root = shutil.copytree(EXAMPLE, tmp_path / "toysched")
     cache = str(tmp_path / "cache")
 

@@ -8,8 +8,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from rankguard.adapters import store
 from rankguard.cli import main
+from rankguard.pipelines.check import KEEP_SUMMARIES
 from tests.check.test_edit_sequence import SCHED, _replace
 from tests.conftest import EXAMPLE
 
@@ -18,6 +21,11 @@ GC_TEST = "        if self.server_args.gc_each_round:\n"
 # A statement at the top of a reached function: every line below it moves.
 GC_EDIT = "        self.round_ct += 0\n" + GC_TEST
 EDITED_AND_CALLER = {SCHEDULER + "_maybe_collect_garbage", SCHEDULER + "get_next_batch_to_run"}
+
+
+@pytest.fixture(autouse=True)
+def _keep(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEEP_SUMMARIES, "1")  # opt-in (`pipelines.check`)
 
 
 def _walked() -> set[str]:
