@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from rankguard.analysis.precision import made_by
+from rankguard.analysis.reach import enclosing
 from rankguard.analysis.settings import NOT_GETTERS, Settings
 from rankguard.model.facts import (
     UNKNOWN,
@@ -32,7 +33,15 @@ from rankguard.model.facts import (
 from rankguard.model.placement import Attrs, of_segs
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
-from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Param, Segs, Stmt, walk_statements
+from rankguard.summary.ir import (
+    CALL,
+    SUBSCRIPT,
+    CallSite,
+    Param,
+    Segs,
+    Stmt,
+    walk_statements,
+)
 
 _CONSTRUCTORS = frozenset(("__init__", "__post_init__", "__new__"))
 SELF = "self"
@@ -344,15 +353,8 @@ def _aliases(body: Sequence[Stmt]) -> dict[str, tuple[str, ...]]:
 
 
 def _guards_of(body: Sequence[Stmt], call: CallSite) -> list[tuple[Cond, bool]] | None:
-    """The (condition, side) pairs enclosing `call` in `body`, outermost first."""
-    for stmt in body:
-        if any(c is call for c in stmt.calls):
-            return []
-        for index, block in enumerate(stmt.blocks):
-            inner = _guards_of(block, call)
-            if inner is None:
-                continue
-            if stmt.kind == "if":
-                return [(stmt.cond, index == 0), *inner]
-            return inner
-    return None
+    """The (condition, side) pairs of the `if`s enclosing `call` in `body`, outermost first."""
+    path = enclosing(body, call)
+    if path is None:
+        return None
+    return [(stmt.cond, index == 0) for stmt, index in path if stmt.kind == "if"]

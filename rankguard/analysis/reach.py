@@ -25,6 +25,20 @@ def followed(program: Program, function: str, call: CallSite) -> tuple[Target, .
     return tuple(t for t in program.targets_of(function, call) if t.kind in FOLLOWED)
 
 
+def enclosing(body: Sequence[Stmt], call: CallSite) -> list[tuple[Stmt, int]] | None:
+    """The statements enclosing `call` in `body`, outermost first, each with the index of the
+    block that holds it (None when `call` is not in `body`): the path the analyses read guards
+    and alternatives from."""
+    for stmt in body:
+        if any(c is call for c in stmt.calls):
+            return []
+        for index, block in enumerate(stmt.blocks):
+            inner = enclosing(block, call)
+            if inner is not None:
+                return [(stmt, index), *inner]
+    return None
+
+
 def round_loop(record: FunctionRecord) -> Stmt | None:
     """The loop whose iterations are rounds: `while True` first, else a `while`, else a `for`."""
     loops = [s for s in walk_statements(record.info.body) if s.kind == "loop"]

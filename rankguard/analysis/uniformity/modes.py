@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rankguard.analysis.reach import FOLLOWED, reach_from
+from rankguard.analysis.reach import FOLLOWED, enclosing, reach_from
 from rankguard.model.program import Program
 from rankguard.summary.ir import CallSite, Stmt, walk_calls
 
@@ -57,17 +57,16 @@ def other_modes_only(program: Program, rounds: Sequence[str]) -> frozenset[str]:
 
 
 def _beside(body: tuple[Stmt, ...], call: CallSite) -> list[CallSite] | None:
-    """The calls on the other sides of the `if`s that enclose `call` in `body` (None when
-    `call` is not in `body`)."""
-    for stmt in body:
-        if any(c is call for c in stmt.calls):
-            return []
-        for index, block in enumerate(stmt.blocks):
-            inner = _beside(block, call)
-            if inner is None:
-                continue
-            if stmt.kind in ("if", "match"):
-                others = [b for i, b in enumerate(stmt.blocks) if i != index]
-                inner.extend(c for other in others for c in walk_calls(other))
-            return inner
-    return None
+    """The calls on the other sides of the `if`s (and `match`es) that enclose `call` in `body`
+    (None when `call` is not in `body`)."""
+    path = enclosing(body, call)
+    if path is None:
+        return None
+    return [
+        c
+        for stmt, index in path
+        if stmt.kind in ("if", "match")
+        for i, other in enumerate(stmt.blocks)
+        if i != index
+        for c in walk_calls(other)
+    ]
