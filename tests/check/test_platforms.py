@@ -38,6 +38,10 @@ class S:
                 open("x")  # expect
             if current_platform.is_rocm() and self.worker:
                 gc.collect()  # {rocm}
+            if is_hip():
+                pass
+            else:  # runs on CUDA: on ["cuda", "rocm"] `is_hip()` decides nothing
+                threading.Event().wait()  # expect
             if self.batch.is_cpu:  # where one tensor lives: no platform predicate
                 time.sleep(1)  # expect
             self.worker.step()
