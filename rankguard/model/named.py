@@ -65,11 +65,21 @@ def forwarded(resolver: Resolver, cls: str) -> tuple[Value, ...]:
     """What `cls.__getattr__` forwards the names it lacks to (`return getattr(self.x, attr)`);
     memoised, and empty while being computed (typing `self.x` may look up an attribute of
     `cls` again: `LazyValue.__getattr__` reads its own `value` property)."""
-    memo = resolver.forwarding
+    memo, cycles, key = resolver.forwarding, resolver.cycles, ("forwarded", cls)
     if cls in memo:
+        if cycles.is_open(key):
+            cycles.partial(key)
         return memo[cls] or ()
     memo[cls] = None
-    memo[cls] = found = _forwarded(resolver, cls)
+    cycles.open(key)
+    try:
+        found = _forwarded(resolver, cls)
+    finally:
+        kept = cycles.close(key)
+    if kept:
+        memo[cls] = found
+    else:
+        del memo[cls]  # made from another open answer: ask again (`model.cycles`)
     return found
 
 

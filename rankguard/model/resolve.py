@@ -18,6 +18,7 @@ from collections import defaultdict
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from rankguard.model.cycles import Cycles
 from rankguard.model.decorators import Decorators
 from rankguard.model.hierarchy import Hierarchy
 from rankguard.model.named import NAMED, forwarded, name_prefix, named_methods
@@ -76,6 +77,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
         self._decorated: dict[str, tuple[Value, ...]] = {}
         self._decorated_by: dict[str, list[str]] | None = None
         self._attribute_stores = None
+        self.cycles = Cycles()  # memoise only what no open question's partial answer made
 
     # -- scopes -----------------------------------------------------------------
     def _enclosing(self, fn: FunctionRecord) -> list[str]:
@@ -113,13 +115,25 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
         return ()
 
     def _locals(self, fn: FunctionRecord) -> dict[str, tuple[Value, ...]]:
-        cached = self._local_types.get(fn.qualname)
+        qual = fn.qualname
+        cached = self._local_types.get(qual)
         if cached is not None:
+            if self.cycles.is_open(qual):
+                self.cycles.partial(qual)
             return cached
         table: dict[str, tuple[Value, ...]] = {}
-        self._local_types[fn.qualname] = table  # cycle guard: partial while building
+        self._local_types[qual] = table  # cycle guard: partial while building
         if fn.is_module_body:
             return table
+        self.cycles.open(qual)
+        try:
+            self._build_locals(fn, table)
+        finally:
+            if not self.cycles.close(qual):
+                del self._local_types[qual]  # made from another open answer: ask again
+        return table
+
+    def _build_locals(self, fn: FunctionRecord, table: dict[str, tuple[Value, ...]]) -> None:
         params = fn.info.params
         for index, param in enumerate(params):
             items = getattr(param, "items", None)  # absent from summaries cached before it
@@ -168,7 +182,6 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
                 assigned[name].extend(self.stored_items(fn, stmt))
         for name, values in assigned.items():
             table[name] = dedupe(values)  # empty: a local we cannot type, never the global
-        return table
 
     def _assigned_value(self, fn: FunctionRecord, stmt: Stmt) -> list[Value]:
         return self._value_of(fn, stmt, stmt.value)
@@ -381,12 +394,26 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
     def returns(self, fn: FunctionRecord) -> tuple[Value, ...]:
         """What calling `fn` returns: its annotation, else `return Cls(...)` statements; and
         functions it returns by name (`return inner`), so `f()()` and decorators resolve."""
-        cached = self._returns.get(fn.qualname)
+        qual = fn.qualname
+        cached = self._returns.get(qual)
         if cached is _IN_PROGRESS:
+            self.cycles.partial(("returns", qual))
             return ()
         if cached is not None:
             return cached  # type: ignore[return-value]
-        self._returns[fn.qualname] = _IN_PROGRESS
+        self._returns[qual] = _IN_PROGRESS
+        self.cycles.open(("returns", qual))
+        try:
+            result = self._returned(fn)
+        finally:
+            kept = self.cycles.close(("returns", qual))
+        if kept:
+            self._returns[qual] = result
+        else:
+            del self._returns[qual]  # made from another open answer: ask again
+        return result
+
+    def _returned(self, fn: FunctionRecord) -> tuple[Value, ...]:
         found: list[Value] = []
         if fn.info.returns:
             found.extend(self._instances(fn, fn.info.returns))
@@ -398,9 +425,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
                 found.extend(v for v in self.call_results(fn, shape[1]) if v.kind == "instance")
             elif shape[0] == "ref":
                 found.extend(v for v in self.evaluate(fn, shape[1]) if v.kind == "function")
-        result = dedupe(found)
-        self._returns[fn.qualname] = result
-        return result
+        return dedupe(found)
 
     # -- calls ------------------------------------------------------------------
     def call_targets(self, fn: FunctionRecord, call: CallSite) -> list[Target]:

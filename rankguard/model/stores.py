@@ -19,6 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from rankguard.model.cycles import Cycles
 from rankguard.model.namespaces import dedupe, of_kind
 from rankguard.model.values import Value
 from rankguard.summary.ir import CALL, SUBSCRIPT, Segs, Stmt, walk_statements
@@ -55,6 +56,7 @@ class Stores:
     _attribute_stores: dict[str, list[tuple[str, Stmt, str]]] | None
     _attr_types: dict[tuple[str, str], tuple[Value, ...] | object]
     _attr_callables: dict[tuple[str, str], tuple[str, ...]]
+    cycles: Cycles
     module_member: Callable[..., tuple[Value, ...]]  # `rankguard.model.namespaces`
 
     def _instances(self, fn: FunctionRecord, annotation: Segs) -> tuple[Value, ...]:
@@ -155,10 +157,24 @@ class Stores:
         key = (cls, attr)
         cached = self._attr_types.get(key)
         if cached is _IN_PROGRESS:
+            self.cycles.partial(("attr", *key))
             return ()
         if cached is not None:
             return cached  # type: ignore[return-value]
         self._attr_types[key] = _IN_PROGRESS
+        self.cycles.open(("attr", *key))
+        try:
+            result, callables = self._attr_values(cls, attr)
+        finally:
+            kept = self.cycles.close(("attr", *key))
+        if kept:
+            self._attr_types[key] = result
+        else:
+            del self._attr_types[key]  # made from another open answer: ask again
+        self._attr_callables[key] = callables  # read at once by `held_callables`
+        return result
+
+    def _attr_values(self, cls: str, attr: str) -> tuple[tuple[Value, ...], tuple[str, ...]]:
         record = self.p.classes[cls]
         found: list[Value] = []
         callables: list[str] = []
@@ -194,10 +210,7 @@ class Stores:
                             # holds, this attribute may hold.
                             callables.extend(self.held_callables(fn, read))
         found.extend(self.attribute_stores(cls, attr))
-        result = dedupe(found)[:_MAX_TYPES]
-        self._attr_types[key] = result
-        self._attr_callables[key] = tuple(sorted(set(callables)))
-        return result
+        return dedupe(found)[:_MAX_TYPES], tuple(sorted(set(callables)))
 
     def held_callables(self, fn: FunctionRecord, segs: Segs) -> tuple[str, ...]:
         """Functions stored in the attribute `segs` names (a dispatch table), if any."""
