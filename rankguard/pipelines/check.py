@@ -42,7 +42,8 @@ from rankguard.rules.engine import (
     unused_ignores,
 )
 
-KEEP_SUMMARIES = "RANKGUARD_KEEP_SUMMARIES"  # "1": keep blocking summaries across runs
+# "0": keep no per-function summaries across runs (`analysis.blocking_keep`); on by default.
+KEEP_SUMMARIES = "RANKGUARD_KEEP_SUMMARIES"
 
 
 @dataclass
@@ -127,10 +128,7 @@ def run_check(
             part, program_errors, found = cached.check, cached.errors, cached.discovery
         else:
             assert program is not None
-            # Opt-in: on sglang a warm check after an edit still differed from --no-cache
-            # (benchmarks/README, third session), so per-function summaries are kept only
-            # when asked for until that is found.
-            keep = os.environ.get(KEEP_SUMMARIES) == "1"
+            keep = os.environ.get(KEEP_SUMMARIES, "1") != "0"
             kept = KeyedStore(kept_path(cache)) if keep else None
             context = RuleContext(
                 program,
