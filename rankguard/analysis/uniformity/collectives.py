@@ -219,8 +219,63 @@ class CollectiveCalls:
             found = {self._group_of([(*value, *ref[1:])]) for value in values}
             if None not in found:
                 return cast(set[str], found)
+        bound = self._bound(holder, ref)
+        if bound is not None:  # the field's name says less than what it was bound to
+            return {bound}
         named = self._group_of([ref])
         return {named} if named is not None else set()
+
+    def _bound(self, holder: FunctionRecord, ref: Segs) -> str | None:
+        """`self.g` that every store in the holder's class binds to one named group, through
+        the field a constructor keyword binds (`Params(tp_cache_group=get_dp_tp_group()...)`,
+        then `self.tp_group = params.tp_cache_group`)."""
+        if len(ref) != 2 or ref[0] != "self" or holder.info.cls is None:
+            return None
+        stores = self._class_stores(f"{holder.module}.{holder.info.cls}").get(ref[1])
+        dims = {self._keyword_group(value) for value in stores or ()}
+        return dims.pop() if len(dims) == 1 else None
+
+    def _keyword_group(self, value: Segs | None) -> str | None:
+        if value is None or len(value) < 2 or value[-1] not in self.keyword_groups:
+            return None
+        return self.keyword_groups[value[-1]]
+
+    def _class_stores(self, cls: str) -> dict[str, list[Segs | None]]:
+        """`self.x = <reference>` stores in the class's own methods (None: another value)."""
+        found: dict[str, list[Segs | None]] = {}
+        info = self.program.classes.get(cls)
+        for method in info.methods.values() if info else ():
+            record = self.program.functions.get(method)
+            for stmt in walk_statements(record.info.body) if record else ():
+                for target in stmt.targets:
+                    if stmt.kind == "assign" and len(target) == 2 and target[0] == "self":
+                        ref = stmt.value[1] if stmt.value[:1] == ("ref",) else None
+                        found.setdefault(target[1], []).append(ref)
+        return found
+
+    @cached_property
+    def keyword_groups(self) -> dict[str, str]:
+        """Keywords that every constructor call naming a group binds to the same one
+        (`tp_cache_group=get_dp_tp_group().cpu_group`); a bare name passed on is the caller's
+        parameter and says nothing."""
+        found: dict[str, set[str]] = {}
+        for resolved in self.program.calls.values():
+            for item in resolved:
+                classes = self.program.classes
+                if not any(t.name.endswith(".__init__") or t.name in classes for t in item.targets):
+                    continue
+                for operand in item.call.operands:
+                    refs = [
+                        r
+                        for r in (*operand.reads, *operand.calls)
+                        if len(r) >= 2 or r != operand.ref
+                    ]
+                    dims = {self.catalog.dimension_of_group(seg) for r in refs for seg in r} - {
+                        None
+                    }
+                    if operand.keyword and operand.keyword != "**" and len(dims) == 1:
+                        found.setdefault(operand.keyword, set()).update(dims)
+        return {k: next(iter(v)) for k, v in found.items() if len(v) == 1}
 
     def _locals(self, holder: FunctionRecord) -> dict[str, list[Segs]]:
         """Locals bound only to references or calls (assigned, or iterated over a display):

@@ -151,7 +151,7 @@ class UniformityFlow:
         catalog = self.sources_catalog
         if source.kind == "agreed":
             over = source.dimension.split(",")
-            return any(not any(catalog.within(g, d) for d in over) for g in groups)
+            return any(not catalog.within(g, over) for g in groups)
         if source.kind == "rank-id":
             dimension = source.dimension or None
             return not groups or any(not catalog.rank_uniform_over(dimension, g) for g in groups)
