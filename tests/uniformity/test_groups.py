@@ -102,3 +102,61 @@ def test_a_group_field_bound_to_the_whole_tp_group_spans_every_shard(program_of)
     code = CACHE.format(bound="get_tp_group().cpu_group")
     found = run(program_of, code)
     assert [d.call.line for d in found] and found[0].groups == ("tp",)
+
+
+# A collective's result over a group is the same on that group's ranks, and keeps whatever its
+# inputs were already the same over: agreeing over one shard's TP ranks on a configured limit,
+# or on the shard's own index, makes nothing vary that did not.
+def _reduced_round(value: str, over: str, group: str) -> str:
+    return GROUPS + (
+        "class S:\n"
+        "    def __init__(self, limit):\n"
+        "        self.limit = limit\n\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        f"            t = torch.tensor([{value}])\n"
+        f"            dist.all_reduce(t, group={over})\n"
+        "            if t.item() > 2:\n"
+        f"                dist.barrier(group={group})\n"
+    )
+
+
+def test_an_agreement_over_a_shard_on_a_uniform_value_is_uniform_everywhere(program_of) -> None:
+    code = _reduced_round("self.limit", "get_attn_tp_group().cpu_group", "get_tp_group().cpu_group")
+    assert run(program_of, code) == []
+
+
+def test_an_agreement_keeps_what_its_input_was_uniform_over(program_of) -> None:
+    # The shard's own index, reduced over attention TP: still the same over attention CP.
+    code = _reduced_round(
+        "get_attention_dp_rank()", "get_attn_tp_group().cpu_group", "get_attn_cp_group().cpu_group"
+    )
+    assert run(program_of, code) == []
+
+
+def test_an_agreement_does_not_cover_what_its_input_varied_over(program_of) -> None:
+    code = _reduced_round(
+        "time.monotonic()", "get_attn_tp_group().cpu_group", "get_tp_group().cpu_group"
+    )
+    found = run(program_of, code)
+    assert lines(found) == [code.count("\n")]
+    source = found[0].sources[0][0]
+    assert (source.kind, source.over) == ("time", "attn_tp")
+    assert "agreed only over the attn_tp group" in found[0].why
+
+
+def test_agreements_in_turn_cover_the_axes_of_both(program_of) -> None:
+    # Over attention CP, then attention TP: the same on the shard's TP ranks, not all of TP.
+    code = GROUPS + (
+        "class S:\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            t = torch.tensor([time.monotonic()])\n"
+        "            dist.all_reduce(t, group=get_attn_cp_group().cpu_group)\n"
+        "            dist.all_reduce(t, group=get_attn_tp_group().cpu_group)\n"
+        "            if t.item() > 2:\n"
+        "                dist.barrier(group=get_dp_tp_group().cpu_group)\n"
+        "            if t.item() > 3:\n"
+        "                dist.barrier(group=get_tp_group().cpu_group)\n"
+    )
+    assert lines(run(program_of, code)) == [code.count("\n")]

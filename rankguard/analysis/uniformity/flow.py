@@ -92,7 +92,9 @@ class UniformityFlow:
                 queue.append((node, source, steps))
         while queue:
             node, source, chain = queue.popleft()
-            if node[0] == "arrivals" and source.kind not in ("inbox", "agreed"):
+            if node[0] == "over":  # a collective's result: agreed over its groups
+                source = source.agreed_over(node[1])
+            if node[0] == "arrivals" and source.kind != "inbox" and not source.over:
                 # A size changes with how many messages arrive (from outside the group, or
                 # agreed only within a shard of it), not with their values.
                 continue
@@ -148,10 +150,14 @@ class UniformityFlow:
         ]
 
     def _differs(self, source: Source, groups: Groups) -> bool:
+        """Whether the source can differ inside one of `groups`: not where a collective agreed
+        on it over groups that cover that one, nor where its own kind is the same there."""
         catalog = self.sources_catalog
-        if source.kind == "agreed":
-            over = source.dimension.split(",")
-            return any(not catalog.within(g, over) for g in groups)
+        if source.over:
+            over = source.over.split(",")
+            groups = tuple(g for g in groups if not catalog.within(g, over))
+            if not groups:
+                return False
         if source.kind == "rank-id":
             dimension = source.dimension or None
             return not groups or any(not catalog.rank_uniform_over(dimension, g) for g in groups)

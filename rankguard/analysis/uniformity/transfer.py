@@ -58,6 +58,10 @@ from rankguard.summary.ir import (
 _MAX_CLASSES = 12
 # Where an in-place collective takes the buffer it fills (first positional, or these keywords).
 _BUFFER_KEYWORDS = ("tensor", "object_list", "tensor_list", "output_tensor_list", "output")
+# Arguments that say how a collective runs (who sends, over which group), not what it agrees on.
+_PROTOCOL_KEYWORDS = frozenset(
+    {"src", "dst", "group", "group_src", "group_dst", "async_op", "op", "dist_group"}
+)
 
 
 class ProgramFacts(Protocol):
@@ -276,7 +280,7 @@ class Walker:
         receiver = self.receiver(call, env, state)
         primitive = any(self.f.reach.catalog.kind(t) == "collective" for t in targets)
         entered = primitive or bool(self.f.calls.entered(self.record, call))
-        agreed = self.agreed(call, primitive) if entered else {}
+        agreed = self.agreed(call, primitive, operands) if entered else {}
         if entered:
             self.kill_buffer(call, state, agreed)
         uniform = placement or any(catalog.is_uniform_name(n) for n in names)
@@ -359,20 +363,32 @@ class Walker:
             merge(out, self.ref(ref, env, line, size and ref == operand.ref))
         return out
 
-    def agreed(self, call: CallSite, primitive: bool) -> Labels:
-        """What a collective call returns is the same on every rank of its group, and only
-        there: agreed over a shard (one DP replica's attention-TP group), it still differs
-        between shards. An `agreed` source names the groups; the world, or a group we cannot
-        name, agrees everywhere. A wrapper's result is agreed only when the call hands it its
-        group (`broadcast_pyobj(x, g.rank, g.cpu_group)`): a helper that runs collectives
-        inside returns whatever it returns."""
+    def agreed(
+        self, call: CallSite, primitive: bool, operands: list[tuple[Operand, Labels]]
+    ) -> Labels:
+        """What a collective call returns is the same on every rank of its group, and keeps
+        what its inputs were the same over: agreed over a shard (one DP replica's attention-TP
+        group), a value read from this rank's clock still differs between shards, the shard's
+        own index still does not. The result is a node (`over`, its groups) the inputs flow
+        into; the solve marks each source through it as agreed over those groups (`flow.py`).
+        The world, or a group we cannot name, agrees everywhere. A wrapper's result is agreed
+        only when the call hands it its group (`broadcast_pyobj(x, g.rank, g.cpu_group)`): a
+        helper that runs collectives inside returns whatever it returns. Which member a rank is
+        (`src=`, its rank id) is the protocol, not data."""
         calls = self.f.calls
         named = calls.named_groups(self.record, call)
         groups = calls.groups(self.record, call) if primitive else tuple(sorted(named))
         if not groups or "world" in groups:
             return {}
-        source = self.source("agreed", call.text + "()", call.line, ",".join(groups))
-        return {source: ()}
+        node = ("over", ",".join(groups), self.fn, str(call.line), str(call.col))
+        step = self.step(call.line, f"{call.text}(…) over {', '.join(groups)}")
+        for operand, labels in operands:
+            if operand.keyword in _PROTOCOL_KEYWORDS or (
+                operand.ref and self.catalog.is_rank_name(operand.ref[-1])
+            ):
+                continue
+            self.out.flow(node, through(labels, step))
+        return {node: ()}
 
     def kill_buffer(self, call: CallSite, state: _Statement, agreed: Labels) -> None:
         """A tensor reduced or broadcast in place holds the agreed value from here on."""
