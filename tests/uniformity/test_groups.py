@@ -160,3 +160,124 @@ def test_agreements_in_turn_cover_the_axes_of_both(program_of) -> None:
         "                dist.barrier(group=get_tp_group().cpu_group)\n"
     )
     assert lines(run(program_of, code)) == [code.count("\n")]
+
+
+# A broadcast hands every rank its root's value. Requests shared in two steps, first along
+# attention CP by the attention-TP roots only, then along each attention-TP group from its root,
+# are the same on every rank of the shard: the second step's root took the first step.
+SHARE = GROUPS + (
+    "def bcast(data, group):\n"
+    "    box = [data]\n"
+    "    dist.broadcast_object_list(box, src=0, group=group)\n"
+    "    return box[0]\n\n"
+    "def share(data):\n"
+    "    cp = get_attn_cp_group()\n"
+    "    tp = get_attn_tp_group()\n"
+    "    if cp.world_size > 1 and {test}:\n"
+    "        data = bcast(data, cp.cpu_group)\n"
+    "    if tp.world_size > 1:\n"
+    "        data = bcast(data, tp.cpu_group)\n"
+    "    return data\n\n"
+    "class S:\n"
+    "    def __init__(self, sock, limit):\n"
+    "        self.sock = sock\n"
+    "        self.limit = limit\n"
+    "        self.running = []\n\n"
+    "    def event_loop(self):\n"
+    "        while True:\n"
+    "            self.running.extend(share(self.sock.recv_pyobj()))\n"
+    "            if len(self.running) > self.limit:\n"
+    "                dist.barrier(group=get_dp_tp_group().cpu_group)\n"
+)
+
+
+def test_a_broadcast_from_roots_that_took_an_earlier_broadcast_covers_both(program_of) -> None:
+    assert run(program_of, SHARE.format(test="tp.rank_in_group == 0")) == []
+
+
+def test_a_broadcast_from_roots_that_may_not_have_taken_the_earlier_one_does_not(
+    program_of,
+) -> None:
+    # Under a test that does not say which rank is the attention-TP root.
+    code = SHARE.format(test="tp.world_size > 2")
+    found = run(program_of, code)
+    assert lines(found) == [code.count("\n")]
+    assert found[0].sources[0][0].kind == "inbox"
+
+
+def test_a_rank_read_from_a_local_group_handle_is_of_that_groups_dimension(program_of) -> None:
+    code = GROUPS + (
+        "class S:\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            tp = get_attn_tp_group()\n"
+        "            if tp.rank_in_group == 0:\n"
+        "                dist.barrier(group=get_attn_cp_group().cpu_group)\n"
+    )
+    assert run(program_of, code) == []
+
+
+def test_a_value_skipped_only_in_a_group_of_one_rank_is_agreed_over_it(program_of) -> None:
+    code = GROUPS + (
+        "class S:\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            tp = get_attn_tp_group()\n"
+        "            t = torch.tensor([time.monotonic()])\n"
+        "            if tp.world_size > {size}:\n"
+        "                dist.all_reduce(t, group=tp.cpu_group)\n"
+        "            if t.item() > 2:\n"
+        "                dist.barrier(group=tp.cpu_group)\n"
+    )
+    assert run(program_of, code.format(size=1)) == []
+    assert lines(run(program_of, code.format(size=2))) == [code.count("\n")]
+
+
+# A draw from a seeded generator is as uniform as its seed: seeded from a value the TP group
+# agreed on (each rank's own, broadcast from the root), the draws agree inside one TP group,
+# not between pipeline stages that agreed separately.
+SEEDED = GROUPS + (
+    "def get_pp_group():\n    return _PP\n\n"
+    "class S:\n"
+    "    def __init__(self, config):\n"
+    "        box = [config.seed + dist.get_rank()]\n"
+    "        tp = get_tp_group()\n"
+    "        dist.broadcast_object_list(box, src=tp.ranks[0], group=tp.cpu_group)\n"
+    "        torch.manual_seed(box[0])\n\n"
+    "    def event_loop(self):\n"
+    "        while True:\n"
+    "            if torch.rand(1).item() > 0.5:\n"
+    "                dist.barrier(group={group}().cpu_group)\n"
+)
+
+
+def test_draws_seeded_from_a_value_a_group_agreed_on_agree_inside_it(program_of) -> None:
+    assert run(program_of, SEEDED.format(group="get_tp_group")) == []
+
+
+def test_draws_seeded_from_a_value_a_group_agreed_on_vary_outside_it(program_of) -> None:
+    code = SEEDED.format(group="get_pp_group")
+    found = run(program_of, code)
+    assert lines(found) == [code.count("\n")]
+    assert found[0].sources[0][0].kind == "random"
+
+
+def test_which_member_a_broadcast_is_told_it_is_is_not_what_it_sends(program_of) -> None:
+    # sglang: `broadcast_pyobj([seed], tp_size * pp_rank + tp_rank, group, src=...)`.
+    code = GROUPS + (
+        "def get_pp_group():\n    return _PP\n\n"
+        "def bcast(data, rank, group, src=0):\n"
+        "    box = [data] if rank == src else [None]\n"
+        "    dist.broadcast_object_list(box, src=src, group=group)\n"
+        "    return box[0]\n\n"
+        "class S:\n"
+        "    def __init__(self, limit):\n"
+        "        self.limit = limit\n\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            tp = get_tp_group()\n"
+        "            n = bcast(self.limit, 8 * get_pp_rank() + tp.rank_in_group, tp.cpu_group)\n"
+        "            if n > 2:\n"
+        "                dist.barrier(group=get_pp_group().cpu_group)\n"
+    )
+    assert run(program_of, code) == []

@@ -208,12 +208,12 @@ class CollectiveCalls:
         `group=self.tp_cpu_group`), through the locals they are bound to in `holder`
         (`tp_group = get_attn_tp_group()`, `for group in (self.cp_group, self.tp_group)`)."""
         for ref in [call.target[:-1]] + [ref for o in call.operands for ref in o.reads]:
-            found = self._ref_groups(holder, ref)
+            found = self.ref_groups(holder, ref)
             if found:
                 return found
         return set()
 
-    def _ref_groups(self, holder: FunctionRecord, ref: Segs) -> set[str]:
+    def ref_groups(self, holder: FunctionRecord, ref: Segs) -> set[str]:
         values = self._locals(holder).get(ref[0]) if ref else None
         if values:  # the local's name says nothing: what it is bound to does
             found = {self._group_of([(*value, *ref[1:])]) for value in values}
@@ -299,7 +299,7 @@ class CollectiveCalls:
 
     def passes_group(self, record: FunctionRecord, call: CallSite) -> bool:
         """Whether an argument is a process group we can name (`group=self.tp_group`)."""
-        return any(self._ref_groups(record, ref) for o in call.operands for ref in o.reads)
+        return any(self.ref_groups(record, ref) for o in call.operands for ref in o.reads)
 
     def _group_of(self, refs: list[Segs]) -> str | None:
         for ref in refs:

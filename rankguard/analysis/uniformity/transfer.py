@@ -40,6 +40,7 @@ from rankguard.analysis.uniformity.lattice import (
     through,
     union,
 )
+from rankguard.analysis.uniformity.roots import RootViews
 from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.model.binding import bind
 from rankguard.model.program import Program
@@ -103,6 +104,9 @@ class Walker:
         self.answers = Answers(self.step)  # which `return` runs, and what decides it
         self._attr_nodes: dict[Segs, tuple[Node, ...]] = {}
         self._carrying = False  # inside a loop's second pass (`loop`)
+        # What a group's root holds: per group dimension, locals as a branch that only the
+        # root takes left them, beside what the join made of them (`roots.py`).
+        self.roots = RootViews(flow.sources_catalog, flow.calls, record, self.over)
 
     def step(self, line: int, text: str) -> Step:
         return Step(self.fn, self.record.path, line, text)
@@ -111,7 +115,12 @@ class Walker:
         return Source(kind, text, self.fn, self.record.path, line, dimension)
 
     def rank_source(self, segments: Segs, line: int) -> Source:
+        """A rank id, of the dimension its name says, or its owner's group (`tp.rank_in_group`
+        after `tp = get_attn_tp_group()`)."""
         dimension = self.catalog.dimension_of_rank(segments) or ""
+        if not dimension and len(segments) > 1:
+            owners = self.f.calls.ref_groups(self.record, segments[:-1])
+            dimension = next(iter(owners)) if len(owners) == 1 else ""
         return self.source("rank-id", segs_text(segments), line, dimension)
 
     # -- entry ----------------------------------------------------------------------------
@@ -153,7 +162,14 @@ class Walker:
                 branches = [self.block(b, dict(env)) for b in stmt.blocks] or [env]
             if (kind == "if" and len(stmt.blocks) < 2) or kind == "match":
                 branches.append(env)
-            return join(branches)
+            if kind == "if" and len(branches) == 2:
+                # Skipped only where a group has one rank: every rank is its root, and holds
+                # what it holds alone (`RootViews.alone`).
+                branches[1] = self.roots.alone(stmt, branches[0], branches[1])
+            joined = join(branches)
+            if kind == "if" and stmt.blocks:
+                self.roots.branch(stmt.cond, branches[0], joined)
+            return joined
         if kind == "loop":
             labels = self.value(stmt, env)
             self.out.conditions[id(stmt)] = labels
@@ -280,7 +296,9 @@ class Walker:
         receiver = self.receiver(call, env, state)
         primitive = any(self.f.reach.catalog.kind(t) == "collective" for t in targets)
         entered = primitive or bool(self.f.calls.entered(self.record, call))
-        agreed = self.agreed(call, primitive, operands) if entered else {}
+        if entered:
+            operands = self.roots.sent(call, operands, env, targets)
+        agreed = self.agreed(call, primitive, operands, targets) if entered else {}
         if entered:
             self.kill_buffer(call, state, agreed)
         uniform = placement or any(catalog.is_uniform_name(n) for n in names)
@@ -364,7 +382,11 @@ class Walker:
         return out
 
     def agreed(
-        self, call: CallSite, primitive: bool, operands: list[tuple[Operand, Labels]]
+        self,
+        call: CallSite,
+        primitive: bool,
+        operands: list[tuple[Operand, Labels]],
+        targets: list[str],
     ) -> Labels:
         """What a collective call returns is the same on every rank of its group, and keeps
         what its inputs were the same over: agreed over a shard (one DP replica's attention-TP
@@ -380,14 +402,29 @@ class Walker:
         groups = calls.groups(self.record, call) if primitive else tuple(sorted(named))
         if not groups or "world" in groups:
             return {}
-        node = ("over", ",".join(groups), self.fn, str(call.line), str(call.col))
-        step = self.step(call.line, f"{call.text}(…) over {', '.join(groups)}")
-        for operand, labels in operands:
-            if operand.keyword in _PROTOCOL_KEYWORDS or (
-                operand.ref and self.catalog.is_rank_name(operand.ref[-1])
-            ):
-                continue
-            self.out.flow(node, through(labels, step))
+        # A broadcast sends its data: an argument computed from a rank id tells it which
+        # member this rank is (`tp_size * pp_rank + tp_rank`), whichever position it takes.
+        broadcast = self.roots.broadcast(call, targets)
+        inputs = [
+            labels
+            for operand, labels in operands
+            if operand.keyword not in _PROTOCOL_KEYWORDS
+            and not any(
+                self.catalog.is_rank_name(ref[-1])
+                for ref in (operand.reads if broadcast else (operand.ref or (),))
+                if ref
+            )
+            and not (broadcast and any(self.catalog.is_rank_call(c[-1]) for c in operand.calls))
+        ]
+        return self.over(groups, call.line, f"{call.text}(…)", str(call.col), union(inputs))
+
+    def over(
+        self, groups: tuple[str, ...], line: int, text: str, tag: str, labels: Labels
+    ) -> Labels:
+        """A value agreed over `groups`: a node `labels` flow into (the solve marks each source
+        through it as agreed over them)."""
+        node = ("over", ",".join(groups), self.fn, str(line), tag)
+        self.out.flow(node, through(labels, self.step(line, f"{text} over {', '.join(groups)}")))
         return {node: ()}
 
     def kill_buffer(self, call: CallSite, state: _Statement, agreed: Labels) -> None:
