@@ -281,3 +281,46 @@ def test_which_member_a_broadcast_is_told_it_is_is_not_what_it_sends(program_of)
         "                dist.barrier(group=get_pp_group().cpu_group)\n"
     )
     assert run(program_of, code) == []
+
+
+# Which return a helper took decides whether its answer is `None`; past `if x is None: return`,
+# the answer is not `None`, and that decision says nothing more about it (sglang's embedding
+# pool answers `None` when this rank's own clock runs out, the caller returns early on `None`
+# and keeps the slot otherwise).
+POOL = GROUPS + (
+    "class Pool:\n"
+    "    def __init__(self, size):\n"
+    "        self.size = size\n\n"
+    "    def alloc(self, n):\n"
+    "        deadline = time.monotonic() + 1.0\n"
+    "        while True:\n"
+    "            if n <= self.size:\n"
+    "                return n\n"
+    "            if time.monotonic() > deadline:\n"
+    "                return None\n\n"
+    "class S:\n"
+    "    def __init__(self, size):\n"
+    "        self.pool = Pool(size)\n"
+    "        self.last = 0\n\n"
+    "    def take(self, n):\n"
+    "        got = self.pool.alloc(n)\n"
+    "        if got is None:\n"
+    "            {exit}\n"
+    "        self.last = got\n\n"
+    "    def event_loop(self):\n"
+    "        while True:\n"
+    "            self.take(4)\n"
+    "            if self.last > 2:\n"
+    "                dist.barrier(group=get_tp_group().cpu_group)\n"
+)
+
+
+def test_an_answer_past_its_none_exit_is_not_decided_by_what_chose_none(program_of) -> None:
+    assert run(program_of, POOL.format(exit="return")) == []
+
+
+def test_an_answer_that_may_still_be_none_is(program_of) -> None:
+    code = POOL.format(exit="pass")
+    found = run(program_of, code)
+    assert lines(found) == [code.count("\n")]
+    assert found[0].sources[0][0].kind == "time"

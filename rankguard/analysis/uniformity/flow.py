@@ -74,6 +74,11 @@ class UniformityFlow:
         flow = self.flows.get(function)
         return flow.ret_params if flow is not None else {}
 
+    def none_only(self, function: str) -> bool:
+        """Whether what decides `function`'s answer decides only whether it is `None`."""
+        flow = self.flows.get(function)
+        return flow is not None and flow.none_only
+
     def is_global(self, module: str, name: str) -> bool:
         return name in self._globals.get(module, frozenset())
 

@@ -110,6 +110,7 @@ class FunctionFlow:
     conditions: dict[int, Labels] = field(default_factory=dict)  # id(Stmt) -> labels
     ret_params: dict[str, tuple[Step, ...]] = field(default_factory=dict)  # param -> to return
     seeds: dict[str, Labels] = field(default_factory=dict)  # generator -> what seeds it here
+    none_only: bool = False  # its decided answer is only whether it returned `None`
 
     def flow(self, node: Node, labels: Labels) -> None:
         if labels:

@@ -25,8 +25,8 @@ from typing import Any, Protocol
 
 from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.reach import followed
-from rankguard.analysis.uniformity.answers import Answers, constant_of
-from rankguard.analysis.uniformity.collectives import CollectiveCalls
+from rankguard.analysis.uniformity.answers import Answers, constant_of, falls_through
+from rankguard.analysis.uniformity.collectives import CollectiveCalls, flag_test
 from rankguard.analysis.uniformity.lattice import (
     MAX_STEPS,
     Env,
@@ -79,6 +79,8 @@ class ProgramFacts(Protocol):
     def ret_params(self, function: str) -> dict[str, tuple[Step, ...]]: ...
 
     def is_global(self, module: str, name: str) -> bool: ...
+
+    def none_only(self, function: str) -> bool: ...
 
 
 class _Statement:
@@ -138,6 +140,7 @@ class Walker:
             env[name] = labels
         self.block(info.body, env)
         self.out.flow(("decided", self.fn), self.answers.decisions(info.body))
+        self.out.none_only = self.answers.none_only
         return self.out
 
     # -- statements -----------------------------------------------------------------------
@@ -162,13 +165,20 @@ class Walker:
                 branches = [self.block(b, dict(env)) for b in stmt.blocks] or [env]
             if (kind == "if" and len(stmt.blocks) < 2) or kind == "match":
                 branches.append(env)
+            taken = branches[0]
             if kind == "if" and len(branches) == 2:
                 # Skipped only where a group has one rank: every rank is its root, and holds
                 # what it holds alone (`RootViews.alone`).
                 branches[1] = self.roots.alone(stmt, branches[0], branches[1])
+                self.narrow(stmt, branches)
+                # A side that returns or raises does not reach what follows the `if`.
+                blocks = (*stmt.blocks, ())[:2]
+                branches = [
+                    e for e, b in zip(branches, blocks, strict=True) if falls_through(b)
+                ] or branches
             joined = join(branches)
             if kind == "if" and stmt.blocks:
-                self.roots.branch(stmt.cond, branches[0], joined)
+                self.roots.branch(stmt.cond, taken, joined)
             return joined
         if kind == "loop":
             labels = self.value(stmt, env)
@@ -189,6 +199,26 @@ class Walker:
             joined = join(outs)
             return self.block(blocks[2], joined) if len(blocks) > 2 else joined
         return env
+
+    def narrow(self, stmt: Stmt, branches: list[Env]) -> None:
+        """On the side of `if x is None:` where `x` holds something, what decided that a
+        helper answered `None` or not says nothing more about `x` (`Answers.none_only`)."""
+        test = flag_test(stmt.cond)
+        if test is None or not test[2] or len(test[0]) != 1:
+            return
+        name = test[0][0]
+        side = branches[0 if test[1] else 1]
+        held = side.get(name)
+        if held:
+            side[name] = {
+                label: steps
+                for label, steps in held.items()
+                if not (
+                    isinstance(label, tuple)
+                    and label[0] == "decided"
+                    and self.f.none_only(label[1])
+                )
+            }
 
     def loop(self, stmt: Stmt, labels: Labels, env: Env) -> Env:
         if stmt.targets:
