@@ -81,3 +81,13 @@ def falls_through(block: tuple[Stmt, ...]) -> bool:
     if last.kind == "if" and len(last.blocks) == 2:
         return any(falls_through(b) for b in last.blocks)
     return True
+
+
+def narrowed(held: Labels, none_only: Callable[[str], bool]) -> Labels:
+    """`x` past `if x is None: return`: what decided that a helper answered `None` (its one
+    constant answer, `none_only`) says nothing more about `x`, which is not `None`."""
+    return {
+        label: steps
+        for label, steps in held.items()
+        if not (isinstance(label, tuple) and label[0] == "decided" and none_only(label[1]))
+    }

@@ -164,6 +164,16 @@ class CollectiveCalls:
                 return False
         return True
 
+    def broadcast(self, record: FunctionRecord, call: CallSite, targets: list[str]) -> bool:
+        """A broadcast primitive, or a call whose collectives are all broadcasts: every rank
+        gets the root's value."""
+        if any(t.rsplit(".", 1)[-1].startswith("broadcast") for t in targets):
+            return True
+        entered = self.entered(record, call)
+        return bool(entered) and all(
+            site.callee.rsplit(".", 1)[-1].startswith("broadcast") for site, _chain in entered
+        )
+
     # -- groups ---------------------------------------------------------------------------
     def groups(self, record: FunctionRecord, call: CallSite) -> Groups:
         """The dimensions of the groups the call's collectives run over, sorted; () when one

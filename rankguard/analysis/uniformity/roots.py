@@ -112,7 +112,11 @@ class RootViews:
     ) -> list[tuple[Operand, Labels]]:
         """The operands as a broadcast's root sends them: a local the root's branch left and
         nothing touched since is what the root holds."""
-        if not self.views or not self._from_first(call) or not self.broadcast(call, targets):
+        if (
+            not self.views
+            or not self._from_first(call)
+            or not self.calls.broadcast(self.record, call, targets)
+        ):
             return operands
         groups = self.calls.named_groups(self.record, call)
         view = self.views.get(next(iter(groups))) if len(groups) == 1 else None
@@ -124,15 +128,6 @@ class RootViews:
             held = view.get(name) if name is not None else None
             out.append((operand, held[0] if held and env.get(name) is held[1] else labels))
         return out
-
-    def broadcast(self, call: CallSite, targets: list[str]) -> bool:
-        """A broadcast primitive, or a wrapper whose collectives are all broadcasts."""
-        if any(t.rsplit(".", 1)[-1].startswith("broadcast") for t in targets):
-            return True
-        entered = self.calls.entered(self.record, call)
-        return bool(entered) and all(
-            site.callee.rsplit(".", 1)[-1].startswith("broadcast") for site, _chain in entered
-        )
 
     @staticmethod
     def _from_first(call: CallSite) -> bool:

@@ -25,8 +25,10 @@ from typing import Any, Protocol
 
 from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.reach import followed
-from rankguard.analysis.uniformity.answers import Answers, constant_of, falls_through
-from rankguard.analysis.uniformity.collectives import CollectiveCalls, flag_test
+from rankguard.analysis.uniformity.agreement import Agreement
+from rankguard.analysis.uniformity.answers import Answers, constant_of
+from rankguard.analysis.uniformity.branches import after_if
+from rankguard.analysis.uniformity.collectives import CollectiveCalls
 from rankguard.analysis.uniformity.lattice import (
     MAX_STEPS,
     Env,
@@ -57,12 +59,6 @@ from rankguard.summary.ir import (
 )
 
 _MAX_CLASSES = 12
-# Where an in-place collective takes the buffer it fills (first positional, or these keywords).
-_BUFFER_KEYWORDS = ("tensor", "object_list", "tensor_list", "output_tensor_list", "output")
-# Arguments that say how a collective runs (who sends, over which group), not what it agrees on.
-_PROTOCOL_KEYWORDS = frozenset(
-    {"src", "dst", "group", "group_src", "group_dst", "async_op", "op", "dist_group"}
-)
 
 
 class ProgramFacts(Protocol):
@@ -108,7 +104,8 @@ class Walker:
         self._carrying = False  # inside a loop's second pass (`loop`)
         # What a group's root holds: per group dimension, locals as a branch that only the
         # root takes left them, beside what the join made of them (`roots.py`).
-        self.roots = RootViews(flow.sources_catalog, flow.calls, record, self.over)
+        self.agreement = Agreement(flow.calls, flow.sources_catalog, record, self.out, self.step)
+        self.roots = RootViews(flow.sources_catalog, flow.calls, record, self.agreement.over)
 
     def step(self, line: int, text: str) -> Step:
         return Step(self.fn, self.record.path, line, text)
@@ -165,21 +162,9 @@ class Walker:
                 branches = [self.block(b, dict(env)) for b in stmt.blocks] or [env]
             if (kind == "if" and len(stmt.blocks) < 2) or kind == "match":
                 branches.append(env)
-            taken = branches[0]
-            if kind == "if" and len(branches) == 2:
-                # Skipped only where a group has one rank: every rank is its root, and holds
-                # what it holds alone (`RootViews.alone`).
-                branches[1] = self.roots.alone(stmt, branches[0], branches[1])
-                self.narrow(stmt, branches)
-                # A side that returns or raises does not reach what follows the `if`.
-                blocks = (*stmt.blocks, ())[:2]
-                branches = [
-                    e for e, b in zip(branches, blocks, strict=True) if falls_through(b)
-                ] or branches
-            joined = join(branches)
-            if kind == "if" and stmt.blocks:
-                self.roots.branch(stmt.cond, taken, joined)
-            return joined
+            if kind == "if":
+                return after_if(stmt, branches, self.roots, self.f.none_only)
+            return join(branches)
         if kind == "loop":
             labels = self.value(stmt, env)
             self.out.conditions[id(stmt)] = labels
@@ -199,26 +184,6 @@ class Walker:
             joined = join(outs)
             return self.block(blocks[2], joined) if len(blocks) > 2 else joined
         return env
-
-    def narrow(self, stmt: Stmt, branches: list[Env]) -> None:
-        """On the side of `if x is None:` where `x` holds something, what decided that a
-        helper answered `None` or not says nothing more about `x` (`Answers.none_only`)."""
-        test = flag_test(stmt.cond)
-        if test is None or not test[2] or len(test[0]) != 1:
-            return
-        name = test[0][0]
-        side = branches[0 if test[1] else 1]
-        held = side.get(name)
-        if held:
-            side[name] = {
-                label: steps
-                for label, steps in held.items()
-                if not (
-                    isinstance(label, tuple)
-                    and label[0] == "decided"
-                    and self.f.none_only(label[1])
-                )
-            }
 
     def loop(self, stmt: Stmt, labels: Labels, env: Env) -> Env:
         if stmt.targets:
@@ -328,9 +293,9 @@ class Walker:
         entered = primitive or bool(self.f.calls.entered(self.record, call))
         if entered:
             operands = self.roots.sent(call, operands, env, targets)
-        agreed = self.agreed(call, primitive, operands, targets) if entered else {}
+        agreed = self.agreement.agreed(call, primitive, operands, targets) if entered else {}
         if entered:
-            self.kill_buffer(call, state, agreed)
+            state.kills.extend(self.agreement.buffer(call, agreed))
         uniform = placement or any(catalog.is_uniform_name(n) for n in names)
         # An object of a program class is not a value: its fields carry their own flows.
         uniform = uniform or (not internal and any(n in program.classes for n in names))
@@ -410,59 +375,6 @@ class Walker:
             state.consumed[ref] += 1
             merge(out, self.ref(ref, env, line, size and ref == operand.ref))
         return out
-
-    def agreed(
-        self,
-        call: CallSite,
-        primitive: bool,
-        operands: list[tuple[Operand, Labels]],
-        targets: list[str],
-    ) -> Labels:
-        """What a collective call returns is the same on every rank of its group, and keeps
-        what its inputs were the same over: agreed over a shard (one DP replica's attention-TP
-        group), a value read from this rank's clock still differs between shards, the shard's
-        own index still does not. The result is a node (`over`, its groups) the inputs flow
-        into; the solve marks each source through it as agreed over those groups (`flow.py`).
-        The world, or a group we cannot name, agrees everywhere. A wrapper's result is agreed
-        only when the call hands it its group (`broadcast_pyobj(x, g.rank, g.cpu_group)`): a
-        helper that runs collectives inside returns whatever it returns. Which member a rank is
-        (`src=`, its rank id) is the protocol, not data."""
-        calls = self.f.calls
-        named = calls.named_groups(self.record, call)
-        groups = calls.groups(self.record, call) if primitive else tuple(sorted(named))
-        if not groups or "world" in groups:
-            return {}
-        # A broadcast sends its data: an argument computed from a rank id tells it which
-        # member this rank is (`tp_size * pp_rank + tp_rank`), whichever position it takes.
-        broadcast = self.roots.broadcast(call, targets)
-        inputs = [
-            labels
-            for operand, labels in operands
-            if operand.keyword not in _PROTOCOL_KEYWORDS
-            and not any(
-                self.catalog.is_rank_name(ref[-1])
-                for ref in (operand.reads if broadcast else (operand.ref or (),))
-                if ref
-            )
-            and not (broadcast and any(self.catalog.is_rank_call(c[-1]) for c in operand.calls))
-        ]
-        return self.over(groups, call.line, f"{call.text}(…)", str(call.col), union(inputs))
-
-    def over(
-        self, groups: tuple[str, ...], line: int, text: str, tag: str, labels: Labels
-    ) -> Labels:
-        """A value agreed over `groups`: a node `labels` flow into (the solve marks each source
-        through it as agreed over them)."""
-        node = ("over", ",".join(groups), self.fn, str(line), tag)
-        self.out.flow(node, through(labels, self.step(line, f"{text} over {', '.join(groups)}")))
-        return {node: ()}
-
-    def kill_buffer(self, call: CallSite, state: _Statement, agreed: Labels) -> None:
-        """A tensor reduced or broadcast in place holds the agreed value from here on."""
-        buffer = next((o for o in call.operands if o.keyword is None), None)
-        buffer = buffer or next((o for o in call.operands if o.keyword in _BUFFER_KEYWORDS), None)
-        if buffer is not None and buffer.ref and buffer.ref != ("self",):
-            state.kills.append((".".join(buffer.ref), agreed))
 
     def feed(self, call: CallSite, fed: list[Labels], env: Env) -> None:
         """`q.append(x)`: the container now also holds what `x` holds."""
