@@ -18,9 +18,11 @@ from functools import lru_cache
 from typing import Any
 
 from rankguard.analysis.precision import made_by
+from rankguard.analysis.rank_bounds import lone_ranks
 from rankguard.analysis.reach import enclosing
 from rankguard.analysis.settings import NOT_GETTERS, Settings
 from rankguard.analysis.stability import CONSTRUCTORS, SELF, Stability
+from rankguard.catalogs.rank_sources import rank_source_catalog
 from rankguard.model.facts import (
     UNKNOWN,
     Cond,
@@ -58,6 +60,7 @@ class RoundContext:
         self._computed: dict[str, dict[Segs, Cond]] = {}
         self.settings = Settings(program)
         self.stability = Stability(program)
+        self.ranks = rank_source_catalog()
 
     # -- stability -----------------------------------------------------------------------------
     def stable(self, cond: Cond, cls: str | None) -> bool:
@@ -205,6 +208,7 @@ class RoundContext:
             found = facts
         facts = dict(found or {})
         facts.update(self.settings.derive(self.global_facts(facts)))
+        facts.update(lone_ranks(complemented(facts), self.ranks))
         facts.update(self.aliased(record, facts))
         facts.update(self.invariants(record))
         return facts

@@ -363,6 +363,55 @@ def test_a_helper_also_called_later_is_not_construction(tmp_path: Path):
     )
 
 
+def test_a_dimension_of_one_rank_has_only_rank_zero(tmp_path: Path):
+    """With `pp_size <= 1` known in the round, `pp_rank` (read through the same receiver, or
+    copied by a constructor) is 0: a later pipeline stage's receive is not on the path."""
+    findings = _assert_marked(
+        tmp_path,
+        """
+        def get_config():
+            return None
+
+        class Receiver:
+            def __init__(self):
+                self.pp_rank = get_config().pp_rank
+
+            def pull(self):
+                if get_config().pp_rank == 0:
+                    return []
+                time.sleep(1)  # expect
+
+            def forward(self):
+                if self.pp_rank > 0:
+                    subprocess.run(["x"])  # expect
+
+        class S:
+            def __init__(self):
+                self.receiver = Receiver()
+
+            def event_loop_normal(self):
+                while True:
+                    self.receiver.pull()
+                    self.receiver.forward()
+                    dist.barrier()
+
+            def event_loop_pp(self):
+                while True:
+                    self.receiver.pull()
+                    self.receiver.forward()
+                    dist.barrier()
+
+        def dispatch(s: S):
+            if get_config().pp_size > 1:
+                s.event_loop_pp()
+            else:
+                s.event_loop_normal()
+        """,
+        {"rounds": ["*.event_loop_*"]},
+    )
+    assert {f.extra["round"].rsplit(".", 1)[-1] for f in findings} == {"event_loop_pp"}
+
+
 def test_a_group_of_one_rank_is_not_a_path_a_straggler_takes(tmp_path: Path):
     """`if world_size == 1: return` skips the collective only where nobody could wait: the
     sleep before `tp_all_reduce` waits for its all_reduce, not also for the barrier after."""
