@@ -412,6 +412,66 @@ def test_a_dimension_of_one_rank_has_only_rank_zero(tmp_path: Path):
     assert {f.extra["round"].rsplit(".", 1)[-1] for f in findings} == {"event_loop_pp"}
 
 
+def test_a_callable_argument_binds_per_call_site(tmp_path: Path):
+    """A helper that calls what it is handed runs, on each path, what that call site hands it
+    (a bound method, a lambda), not what every other caller hands it."""
+    _assert_marked(
+        tmp_path,
+        """
+        class Handler:
+            def step(self, post):
+                post()
+
+        class Quiet:
+            def __init__(self):
+                self.handler = Handler()
+
+            def tick(self):
+                self.handler.step(self._note)
+
+            def _note(self):
+                pass
+
+        class Slow:
+            def __init__(self):
+                self.handler = Handler()
+
+            def tick(self):
+                self.handler.step(self._write)
+
+            def _write(self):
+                time.sleep(1)
+
+        class Lambdas:
+            def __init__(self):
+                self.handler = Handler()
+
+            def quiet(self):
+                self.handler.step(lambda: None)
+
+            def slow(self):
+                self.handler.step(lambda: subprocess.run(["x"]))  # expect
+
+        class S:
+            def __init__(self):
+                self.quiet = Quiet()
+                self.slow = Slow()
+                self.lambdas = Lambdas()
+
+            def event_loop_normal(self):
+                while True:
+                    self.quiet.tick()
+                    self.lambdas.quiet()
+                    self.lambdas.slow()
+                    dist.barrier()
+
+        def offline(s: S):
+            s.slow.tick()
+        """,
+        {"rounds": ["*.event_loop_*"]},
+    )
+
+
 def test_a_group_of_one_rank_is_not_a_path_a_straggler_takes(tmp_path: Path):
     """`if world_size == 1: return` skips the collective only where nobody could wait: the
     sleep before `tp_all_reduce` waits for its all_reduce, not also for the barrier after."""
