@@ -160,6 +160,15 @@ class RankSourceCatalog:
         dimension, rest = self._strip_dimension(last)
         return rest.endswith("world_size") or (dimension is not None and rest == "size")
 
+    def rank_beside(self, size: str) -> str | None:
+        """The rank id named like a group size: `world_size` -> `rank`, `pp_size` ->
+        `pp_rank`, `get_tp_world_size` -> `get_tp_rank` (None: not a size)."""
+        if not self.is_group_size(size):
+            return None
+        if size.endswith("world_size"):
+            return size.removesuffix("world_size") + "rank"
+        return size.removesuffix("size") + "rank"
+
     def _strip_dimension(self, name: str) -> tuple[str | None, str]:
         """`attn_tp_rank` -> ("attn_tp", "rank"); the longest alias prefix wins."""
         stripped = self._stripped.get(name)
