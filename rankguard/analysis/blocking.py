@@ -57,6 +57,7 @@ from rankguard.analysis.blocking_types import (
 from rankguard.analysis.blocking_walk import Walk
 from rankguard.analysis.context import RoundContext
 from rankguard.analysis.hardware import platform_facts
+from rankguard.analysis.passed import PassedCallables
 from rankguard.analysis.receivers import Receivers
 from rankguard.analysis.rounds import Round
 from rankguard.analysis.single_rank import peer_facts
@@ -94,6 +95,7 @@ class BlockingAnalysis:
         self.classify = CallClassifier(program, catalog, cadence_helpers)
         self.context = RoundContext(program)
         self.ranks = rank_source_catalog()
+        self.passed = PassedCallables(program)
         self._memo: dict[MemoKey, tuple[Summary, bool]] = {}
         self._stack: list[str] = []
         self.kept = (

@@ -62,7 +62,7 @@ class KeptSummaries:
         ]
         tables = (
             sorted(classify.placement.table().items()),
-            sorted(context.unstable()),
+            context.stability.table(),
             sorted(classify.property_names()),
             classes,
         )

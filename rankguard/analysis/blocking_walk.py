@@ -20,6 +20,7 @@ from rankguard.analysis.blocking_types import (
 )
 from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.context import placements
+from rankguard.analysis.passed import binding_facts, held_in, narrowed
 from rankguard.analysis.precision import assigned_fact, cadence_of
 from rankguard.analysis.reach import edge_of, followed
 from rankguard.analysis.receivers import RECEIVER, Receiver
@@ -251,7 +252,7 @@ class Walk:
         cadence: str | None,
         advance: bool = False,
     ) -> State:
-        targets = followed(self.a.program, self.fn, call)
+        targets = narrowed(call, followed(self.a.program, self.fn, call), held_in(state.known))
         receiver = self.a.receivers.of_call(self.record, call, state.known)
         if receiver:
             targets = self.a.receivers.narrow(targets, call.target[-1], receiver)
@@ -308,6 +309,9 @@ class Walk:
             attrs = self.a.classify.placement.attribute
             env = placements(record, call, stmt_calls, state.env, attrs)
         known = self.a.entry_facts(name, call, state.known)
+        if call is not None:
+            binding = self.a.passed.binding(self.record, call, name, held_in(state.known))
+            known.update(binding_facts(binding))
         if receiver:
             known[RECEIVER] = receiver  # `self` in there is exactly this (`analysis.receivers`)
         summary, cut, tainted = self.a.summary(name, known, env)

@@ -30,10 +30,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from rankguard.analysis.passed import PassedCallables, narrowed
 from rankguard.analysis.reach import FOLLOWED, edge_of
 from rankguard.catalogs.catalog import CollectiveCatalog
 from rankguard.core.chains import Hop
-from rankguard.model.arguments import passed_at
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CallSite, walk_calls
@@ -94,7 +94,7 @@ class CollectiveReach:
         self.program = program
         self.catalog = catalog
         self._memo: dict[tuple[str, Binding], list[Found]] = {}
-        self._called_params: dict[str, tuple[str, ...]] = {}
+        self.passed = PassedCallables(program)
 
     def events_under(self, name: str) -> tuple[Event, ...]:
         return self._under(name, frozenset())[0]
@@ -138,8 +138,7 @@ class CollectiveReach:
             for target in self.program.targets_of(record.qualname, call):
                 if target.kind not in FOLLOWED or target.via == "suspended":
                     continue  # a generator made here runs where it is advanced
-                held = known.get(call.target[0]) if len(call.target) == 1 else None
-                if target.via == "argument" and held is not None and target.name not in held:
+                if not narrowed(call, (target,), known):
                     continue  # the path that entered here passed another callable
                 hop = Hop(record.qualname, record.path, call.line, edge_of(target))
                 kind = self.catalog.kind(target.name)
@@ -153,7 +152,7 @@ class CollectiveReach:
                     if target.name in stack:
                         cut.add(target.name)
                         continue
-                    inner = self._binding(record, call, target.name, known)
+                    inner = frozenset(self.passed.binding(record, call, target.name, known).items())
                     below, below_cut = self._under(target.name, stack, inner)
                     cut |= below_cut
                     for event in below:
@@ -170,33 +169,6 @@ class CollectiveReach:
         events, cut = self._of_calls(record, calls, stack | {name}, binding)
         found = (events, cut - {name})
         self._memo.setdefault((name, binding), []).append(found)
-        return found
-
-    def _binding(
-        self, record: FunctionRecord, call: CallSite, callee: str, known: dict[str, frozenset[str]]
-    ) -> Binding:
-        """What `call` passes for the parameters `callee` calls (a callable handed to a
-        helper that calls it): on this path, only that runs, not what other callers pass."""
-        out = []
-        for name in self._parameters_called(callee):
-            held = passed_at(self.program, record.qualname, call, callee, name, known)
-            if held is not None:
-                out.append((name, held))
-        return frozenset(out)
-
-    def _parameters_called(self, name: str) -> tuple[str, ...]:
-        """Parameters of `name` that it calls (reaching what its callers pass, `via:
-        argument`) or hands on to another call, where they may be called."""
-        found = self._called_params.get(name)
-        if found is None:
-            params = {p.name for p in self.program.functions[name].info.params}
-            used: set[str] = set()
-            for r in self.program.calls.get(name, ()):
-                if len(r.call.target) == 1 and any(t.via == "argument" for t in r.targets):
-                    used.add(r.call.target[0])
-                used.update(o.ref[0] for o in r.call.operands if o.ref and len(o.ref) == 1)
-            found = tuple(sorted(used & params))
-            self._called_params[name] = found
         return found
 
 

@@ -6,8 +6,9 @@
 - Class invariants: `assert`s on `self` attributes in a constructor.
 - Call-site bindings: constant arguments, and the literal defaults of omitted parameters.
 
-Only attributes no function other than a constructor assigns are trusted (`stable`): a fact
-about an attribute some method reassigns could stop holding in the middle of a round.
+Only attributes nothing but the object's construction assigns are trusted (`stable`,
+`analysis.stability`): a fact about an attribute some method reassigns could stop holding in the
+middle of a round.
 """
 
 from __future__ import annotations
@@ -17,8 +18,11 @@ from functools import lru_cache
 from typing import Any
 
 from rankguard.analysis.precision import made_by
+from rankguard.analysis.rank_bounds import lone_ranks
 from rankguard.analysis.reach import enclosing
 from rankguard.analysis.settings import NOT_GETTERS, Settings
+from rankguard.analysis.stability import CONSTRUCTORS, SELF, Stability
+from rankguard.catalogs.rank_sources import rank_source_catalog
 from rankguard.model.facts import (
     UNKNOWN,
     Cond,
@@ -43,8 +47,6 @@ from rankguard.summary.ir import (
     walk_statements,
 )
 
-_CONSTRUCTORS = frozenset(("__init__", "__post_init__", "__new__"))
-SELF = "self"
 _MISSING = object()
 
 
@@ -53,38 +55,30 @@ class RoundContext:
 
     def __init__(self, program: Program) -> None:
         self.program = program
-        self._unstable: frozenset[str] | None = None
         self._invariants: dict[str, dict[Cond, Any]] = {}
         self._aliases: dict[str, dict[tuple[str, ...], tuple[str, ...]]] = {}
         self._computed: dict[str, dict[Segs, Cond]] = {}
         self.settings = Settings(program)
+        self.stability = Stability(program)
+        self.ranks = rank_source_catalog()
 
     # -- stability -----------------------------------------------------------------------------
-    def unstable(self) -> frozenset[str]:
-        """Attribute names assigned anywhere but in a constructor."""
-        if self._unstable is None:
-            names: set[str] = set()
-            for record in self.program.functions.values():
-                if record.info.name in _CONSTRUCTORS:
-                    continue
-                for stmt in walk_statements(record.info.body):
-                    names.update(t[-1] for t in stmt.targets if len(t) >= 2)
-            self._unstable = frozenset(names)
-        return self._unstable
-
-    def stable(self, cond: Cond) -> bool:
-        """Every `self.a.b` the fact reads names attributes no method reassigns."""
-        unstable = self.unstable()
+    def stable(self, cond: Cond, cls: str | None) -> bool:
+        """Every `self.a.b` the fact reads names attributes nothing reassigns on an object of
+        `cls` (`a`) or on any object (`b`, whose class is not tracked here)."""
         for segs in refs(cond):
             if segs[0] != SELF:
                 continue
-            attrs = [s for s in segs[1:] if s not in (CALL, SUBSCRIPT)]
-            if CALL in segs or any(a in unstable for a in attrs):
+            if CALL in segs:
+                return False
+            attrs = [s for s in segs[1:] if s != SUBSCRIPT]
+            owners = [cls] + [None] * (len(attrs) - 1)
+            if not all(map(self.stability.settled, owners, attrs)):
                 return False
         return True
 
-    def self_facts(self, facts: Mapping[Cond, Any]) -> dict[Cond, Any]:
-        return {c: v for c, v in facts.items() if rooted(c, SELF) and self.stable(c)}
+    def self_facts(self, facts: Mapping[Cond, Any], cls: str | None) -> dict[Cond, Any]:
+        return {c: v for c, v in facts.items() if rooted(c, SELF) and self.stable(c, cls)}
 
     def global_facts(self, facts: Mapping[Cond, Any]) -> dict[Cond, Any]:
         """Facts on process-wide settings read through a getter (`get_config().pp_size`)."""
@@ -99,14 +93,14 @@ class RoundContext:
             return out
         for target, tree in self.computed_of(record).items():
             value = evaluate(tree, settings)
-            if value is not UNKNOWN and self.stable(("ref", target)):
+            if value is not UNKNOWN and self.stable(("ref", target), _class_of(record)):
                 out[("ref", target)] = value
         aliases = self.aliases_of(record)
         for cond, value in settings.items():
             for source, target in aliases.items():
                 if any(segs == source for segs in refs(cond)):
                     renamed = rename(cond, source, target)
-                    if rooted(renamed, SELF) and self.stable(renamed):
+                    if rooted(renamed, SELF) and self.stable(renamed, _class_of(record)):
                         out[renamed] = value
         return out
 
@@ -119,7 +113,7 @@ class RoundContext:
         if cached is None:
             cached = {}
             for owner in self.program.mro(cls):
-                for name in _CONSTRUCTORS:
+                for name in CONSTRUCTORS:
                     method = self.program.classes[owner].methods.get(name)
                     for stmt in self.program.functions[method].info.body if method else ():
                         tree, targets = stmt.tree, stmt.targets
@@ -141,7 +135,7 @@ class RoundContext:
         if cached is None:
             seen: dict[Segs, Cond | None] = {}
             for owner in self._related(cls):
-                for name in _CONSTRUCTORS:
+                for name in CONSTRUCTORS:
                     method = self.program.classes[owner].methods.get(name)
                     body = self.program.functions[method].info.body if method else ()
                     for stmt in walk_statements(body):
@@ -181,13 +175,13 @@ class RoundContext:
         if cached is None:
             cached = {}
             for owner in reversed(self.program.mro(cls)):
-                for name in _CONSTRUCTORS:
+                for name in CONSTRUCTORS:
                     method = self.program.classes[owner].methods.get(name)
                     if method is None:
                         continue
                     for stmt in self.program.functions[method].info.body:
                         if stmt.kind == "expr" and stmt.cond:
-                            cached.update(self.self_facts(assume(stmt.cond, True)))
+                            cached.update(self.self_facts(assume(stmt.cond, True), cls))
             self._invariants[cls] = cached
         return cached
 
@@ -207,13 +201,14 @@ class RoundContext:
                 elif receiver != (SELF,):
                     continue
                 assumed = complemented(assume(cond, positive))
-                facts.update(self.self_facts(assumed))
+                facts.update(self.self_facts(assumed, _class_of(record)))
                 facts.update(self.global_facts(assumed))
             if found is not None:
                 facts = {c: v for c, v in found.items() if c in facts and facts[c] == v}
             found = facts
         facts = dict(found or {})
         facts.update(self.settings.derive(self.global_facts(facts)))
+        facts.update(lone_ranks(complemented(facts), self.ranks))
         facts.update(self.aliased(record, facts))
         facts.update(self.invariants(record))
         return facts
@@ -225,7 +220,7 @@ class RoundContext:
         is the caller's own `self`, the callee class's invariants, constant parameters."""
         facts: dict[Cond, Any] = {}
         if call is not None and call.target[:1] in ((SELF,), ("super()",)):
-            facts.update(self.self_facts(known))
+            facts.update(self.self_facts(known, _class_of(record)))
         facts.update(self.global_facts(known))
         facts.update(self.aliased(record, known))
         facts.update(self.invariants(record))
@@ -238,6 +233,10 @@ class RoundContext:
             for resolved in self.program.calls[caller]:
                 if any(t.name == name and t.kind == "call" for t in resolved.targets):
                     yield self.program.functions[caller], resolved.call
+
+
+def _class_of(record: FunctionRecord) -> str | None:
+    return f"{record.module}.{record.info.cls}" if record.info.cls else None
 
 
 def _params(callee: FunctionRecord, call: CallSite) -> list[Param]:

@@ -213,6 +213,265 @@ def test_global_settings_copied_by_a_constructor(tmp_path: Path):
     assert [f.extra["round"].rsplit(".", 1)[-1] for f in findings] == ["event_loop_pp"]
 
 
+_SHARED_NAME = """
+    def get_config():
+        return None
+
+    class Grammar:
+        def __init__(self):
+            self.pp_size = get_config().pp_size
+
+        def sync(self):
+            if self.pp_size <= 1:
+                return
+            torch.cuda.synchronize()  # expect
+
+    class S:
+        def __init__(self):
+            self.grammar = Grammar()
+
+        def event_loop_normal(self):
+            while True:
+                self.grammar.sync()
+                dist.barrier()
+
+        def event_loop_pp(self):
+            while True:
+                self.grammar.sync()
+                dist.barrier()
+
+    def dispatch(s: S):
+        if get_config().pp_size > 1:
+            s.event_loop_pp()
+        else:
+            s.event_loop_normal()
+"""
+
+
+def test_an_attribute_of_the_same_name_on_an_unrelated_class_does_not_unsettle_it(
+    tmp_path: Path,
+):
+    """Stability is per class: a store that sets its own `pp_size` later cannot change the
+    grammar's copy of the setting."""
+    findings = _assert_marked(
+        tmp_path,
+        _SHARED_NAME
+        + """
+    class Store:
+        def __init__(self):
+            self.pp_size = 1
+
+        def configure(self, n):
+            self.pp_size = n
+    """,
+        {"rounds": ["*.event_loop_*"]},
+    )
+    assert [f.extra["round"].rsplit(".", 1)[-1] for f in findings] == ["event_loop_pp"]
+
+
+@pytest.mark.parametrize(
+    "writer",
+    [
+        # a subclass's method runs on the same object
+        """
+    class BigGrammar(Grammar):
+        def resize(self, n):
+            self.pp_size = n
+    """,
+        # a sibling mixin of a class derived from it runs on the same object
+        """
+    class Resizer:
+        def resize(self, n):
+            self.pp_size = n
+
+    class Both(Resizer, Grammar):
+        pass
+    """,
+        # a write through a receiver of unknown class may land on a grammar
+        """
+    def resize(thing, n):
+        thing.pp_size = n
+    """,
+    ],
+    ids=["subclass", "mixin-sibling", "unknown-receiver"],
+)
+def test_a_write_that_may_reach_the_object_unsettles_its_attribute(tmp_path: Path, writer: str):
+    findings = _run(tmp_path, _SHARED_NAME + writer, {"rounds": ["*.event_loop_*"]})[1].findings
+    rounds = sorted(f.extra["round"].rsplit(".", 1)[-1] for f in findings)
+    assert rounds == ["event_loop_normal", "event_loop_pp"]
+
+
+def test_a_helper_only_constructors_call_is_part_of_construction(tmp_path: Path):
+    """`self._init_mode()` called only from `__init__` sets the mode once, like `__init__`."""
+    _assert_marked(
+        tmp_path,
+        """
+        class Mode:
+            NULL = 0
+            DECODE = 1
+
+        class S:
+            def __init__(self, mode):
+                self._init_mode(mode)
+
+            def _init_mode(self, mode):
+                self.mode = mode
+
+            def event_loop_normal(self):
+                while True:
+                    if self.mode == Mode.DECODE:
+                        time.sleep(1)
+                    dist.barrier()
+
+        def dispatch(s: S):
+            if s.mode == Mode.NULL:
+                s.event_loop_normal()
+        """,
+        {"rounds": ["*.event_loop_*"]},
+    )
+
+
+def test_a_helper_also_called_later_is_not_construction(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        class Mode:
+            NULL = 0
+            DECODE = 1
+
+        class S:
+            def __init__(self, mode):
+                self._init_mode(mode)
+
+            def _init_mode(self, mode):
+                self.mode = mode
+
+            def switch(self):
+                self._init_mode(Mode.DECODE)
+
+            def event_loop_normal(self):
+                while True:
+                    if self.mode == Mode.DECODE:
+                        time.sleep(1)  # expect
+                    dist.barrier()
+
+        def dispatch(s: S):
+            if s.mode == Mode.NULL:
+                s.event_loop_normal()
+        """,
+        {"rounds": ["*.event_loop_*"]},
+    )
+
+
+def test_a_dimension_of_one_rank_has_only_rank_zero(tmp_path: Path):
+    """With `pp_size <= 1` known in the round, `pp_rank` (read through the same receiver, or
+    copied by a constructor) is 0: a later pipeline stage's receive is not on the path."""
+    findings = _assert_marked(
+        tmp_path,
+        """
+        def get_config():
+            return None
+
+        class Receiver:
+            def __init__(self):
+                self.pp_rank = get_config().pp_rank
+
+            def pull(self):
+                if get_config().pp_rank == 0:
+                    return []
+                time.sleep(1)  # expect
+
+            def forward(self):
+                if self.pp_rank > 0:
+                    subprocess.run(["x"])  # expect
+
+        class S:
+            def __init__(self):
+                self.receiver = Receiver()
+
+            def event_loop_normal(self):
+                while True:
+                    self.receiver.pull()
+                    self.receiver.forward()
+                    dist.barrier()
+
+            def event_loop_pp(self):
+                while True:
+                    self.receiver.pull()
+                    self.receiver.forward()
+                    dist.barrier()
+
+        def dispatch(s: S):
+            if get_config().pp_size > 1:
+                s.event_loop_pp()
+            else:
+                s.event_loop_normal()
+        """,
+        {"rounds": ["*.event_loop_*"]},
+    )
+    assert {f.extra["round"].rsplit(".", 1)[-1] for f in findings} == {"event_loop_pp"}
+
+
+def test_a_callable_argument_binds_per_call_site(tmp_path: Path):
+    """A helper that calls what it is handed runs, on each path, what that call site hands it
+    (a bound method, a lambda), not what every other caller hands it."""
+    _assert_marked(
+        tmp_path,
+        """
+        class Handler:
+            def step(self, post):
+                post()
+
+        class Quiet:
+            def __init__(self):
+                self.handler = Handler()
+
+            def tick(self):
+                self.handler.step(self._note)
+
+            def _note(self):
+                pass
+
+        class Slow:
+            def __init__(self):
+                self.handler = Handler()
+
+            def tick(self):
+                self.handler.step(self._write)
+
+            def _write(self):
+                time.sleep(1)
+
+        class Lambdas:
+            def __init__(self):
+                self.handler = Handler()
+
+            def quiet(self):
+                self.handler.step(lambda: None)
+
+            def slow(self):
+                self.handler.step(lambda: subprocess.run(["x"]))  # expect
+
+        class S:
+            def __init__(self):
+                self.quiet = Quiet()
+                self.slow = Slow()
+                self.lambdas = Lambdas()
+
+            def event_loop_normal(self):
+                while True:
+                    self.quiet.tick()
+                    self.lambdas.quiet()
+                    self.lambdas.slow()
+                    dist.barrier()
+
+        def offline(s: S):
+            s.slow.tick()
+        """,
+        {"rounds": ["*.event_loop_*"]},
+    )
+
+
 def test_a_group_of_one_rank_is_not_a_path_a_straggler_takes(tmp_path: Path):
     """`if world_size == 1: return` skips the collective only where nobody could wait: the
     sleep before `tp_all_reduce` waits for its all_reduce, not also for the barrier after."""
