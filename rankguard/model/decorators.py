@@ -34,23 +34,17 @@ class Decorators:
         wrapper a project decorator returns (`def dec(f): ... return inner`), else itself."""
         cached = self._decorated.get(qual)
         if cached is not None:
-            if self.cycles.is_open(("decorated", qual)):
-                self.cycles.partial(("decorated", qual))
+            self.cycles.read(("decorated", qual))
             return cached
         plain = (Value("function", qual),)
-        self._decorated[qual] = plain  # cycle guard
+        compute = lambda: self._applied(qual, plain)  # noqa: E731
+        return self.cycles.answer(("decorated", qual), self._decorated, qual, plain, compute)
+
+    def _applied(self, qual: str, plain: tuple[Value, ...]) -> tuple[Value, ...]:
         values = plain
-        self.cycles.open(("decorated", qual))
-        try:
-            for wrapper in self._wrappers(qual):
-                wrapped = [r for w in wrapper for r in self.returns(self.p.functions[w.name])]
-                values = tuple(v for v in wrapped if v.kind == "function") or values
-        finally:
-            kept = self.cycles.close(("decorated", qual))
-        if kept:
-            self._decorated[qual] = values
-        else:
-            del self._decorated[qual]  # made from another open answer: ask again
+        for wrapper in self._wrappers(qual):
+            wrapped = [r for w in wrapper for r in self.returns(self.p.functions[w.name])]
+            values = tuple(v for v in wrapped if v.kind == "function") or values
         return values
 
     def _wrappers(self, qual: str) -> list[tuple[Value, ...]]:

@@ -67,20 +67,9 @@ def forwarded(resolver: Resolver, cls: str) -> tuple[Value, ...]:
     `cls` again: `LazyValue.__getattr__` reads its own `value` property)."""
     memo, cycles, key = resolver.forwarding, resolver.cycles, ("forwarded", cls)
     if cls in memo:
-        if cycles.is_open(key):
-            cycles.partial(key)
+        cycles.read(key)
         return memo[cls] or ()
-    memo[cls] = None
-    cycles.open(key)
-    try:
-        found = _forwarded(resolver, cls)
-    finally:
-        kept = cycles.close(key)
-    if kept:
-        memo[cls] = found
-    else:
-        del memo[cls]  # made from another open answer: ask again (`model.cycles`)
-    return found
+    return cycles.answer(key, memo, cls, None, lambda: _forwarded(resolver, cls))
 
 
 def _forwarded(resolver: Resolver, cls: str) -> tuple[Value, ...]:

@@ -114,21 +114,12 @@ class ModuleNamespaces:
     def module_member(self, module: str, name: str, _depth: int = 0) -> tuple[Value, ...]:
         """What `name` means at the top level of `module` (following re-exports)."""
         key = (module, name)
-        if key in self._module_value:
-            if self.cycles.is_open(("member", *key)):
-                self.cycles.partial(("member", *key))
-            return self._module_value[key]
-        self._module_value[key] = ()  # cycle guard
-        self.cycles.open(("member", *key))
-        try:
-            result = self._member(module, name, _depth)
-        finally:
-            kept = self.cycles.close(("member", *key))
-        if kept:
-            self._module_value[key] = result
-        else:
-            del self._module_value[key]  # made from another open answer: ask again
-        return result
+        cached = self._module_value.get(key)
+        if cached is not None:
+            self.cycles.read(("member", *key))
+            return cached
+        compute = lambda: self._member(module, name, _depth)  # noqa: E731
+        return self.cycles.answer(("member", *key), self._module_value, key, (), compute)
 
     def _member(self, module: str, name: str, _depth: int) -> tuple[Value, ...]:
         found: list[Value] = []

@@ -24,7 +24,7 @@ from rankguard.model.hierarchy import Hierarchy
 from rankguard.model.named import NAMED, forwarded, name_prefix, named_methods
 from rankguard.model.namespaces import ModuleNamespaces, dedupe, of_kind
 from rankguard.model.records import FunctionRecord, Target
-from rankguard.model.stores import Stores, subscript_root
+from rankguard.model.stores import AttrEntry, Stores, subscript_root
 from rankguard.model.values import BUILTIN_PREFIX, Value, external
 from rankguard.summary.ir import (
     CALL,
@@ -67,8 +67,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
         self.p = program
         self._globals: dict[str, dict[str, list]] = {}
         self._module_value: dict[tuple[str, str], tuple[Value, ...]] = {}
-        self._attr_types: dict[tuple[str, str], tuple[Value, ...] | object] = {}
-        self._attr_callables: dict[tuple[str, str], tuple[str, ...]] = {}
+        self._attr_types: dict[tuple[str, str], AttrEntry] = {}
         self._local_types: dict[str, dict[str, list]] = {}
         self._returns: dict[str, tuple[Value, ...] | object] = {}
         self.forwarding: dict[str, tuple[Value, ...] | None] = {}  # model.named
@@ -77,7 +76,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
         self._decorated: dict[str, tuple[Value, ...]] = {}
         self._decorated_by: dict[str, list[str]] | None = None
         self._attribute_stores = None
-        self.cycles = Cycles()  # memoise only what no open question's partial answer made
+        self.cycles = Cycles()  # memoised answers that do not depend on the order asked
 
     # -- scopes -----------------------------------------------------------------
     def _enclosing(self, fn: FunctionRecord) -> list[str]:
@@ -118,22 +117,20 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
         qual = fn.qualname
         cached = self._local_types.get(qual)
         if cached is not None:
-            if self.cycles.is_open(qual):
-                self.cycles.partial(qual)
+            self.cycles.read(qual)
             return cached
         table: dict[str, tuple[Value, ...]] = {}
-        self._local_types[qual] = table  # cycle guard: partial while building
         if fn.is_module_body:
+            self._local_types[qual] = table
             return table
-        self.cycles.open(qual)
-        try:
-            self._build_locals(fn, table)
-        finally:
-            if not self.cycles.close(qual):
-                del self._local_types[qual]  # made from another open answer: ask again
-        return table
+        # The table is its own cycle guard: partial while it is built.
+        return self.cycles.answer(
+            qual, self._local_types, qual, table, lambda: self._build_locals(fn, table)
+        )
 
-    def _build_locals(self, fn: FunctionRecord, table: dict[str, tuple[Value, ...]]) -> None:
+    def _build_locals(
+        self, fn: FunctionRecord, table: dict[str, tuple[Value, ...]]
+    ) -> dict[str, tuple[Value, ...]]:
         params = fn.info.params
         for index, param in enumerate(params):
             items = getattr(param, "items", None)  # absent from summaries cached before it
@@ -182,6 +179,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
                 assigned[name].extend(self.stored_items(fn, stmt))
         for name, values in assigned.items():
             table[name] = dedupe(values)  # empty: a local we cannot type, never the global
+        return table
 
     def _assigned_value(self, fn: FunctionRecord, stmt: Stmt) -> list[Value]:
         return self._value_of(fn, stmt, stmt.value)
@@ -396,22 +394,12 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
         functions it returns by name (`return inner`), so `f()()` and decorators resolve."""
         qual = fn.qualname
         cached = self._returns.get(qual)
-        if cached is _IN_PROGRESS:
-            self.cycles.partial(("returns", qual))
-            return ()
         if cached is not None:
-            return cached  # type: ignore[return-value]
-        self._returns[qual] = _IN_PROGRESS
-        self.cycles.open(("returns", qual))
-        try:
-            result = self._returned(fn)
-        finally:
-            kept = self.cycles.close(("returns", qual))
-        if kept:
-            self._returns[qual] = result
-        else:
-            del self._returns[qual]  # made from another open answer: ask again
-        return result
+            self.cycles.read(("returns", qual))
+            return () if cached is _IN_PROGRESS else cached  # type: ignore[return-value]
+        return self.cycles.answer(
+            ("returns", qual), self._returns, qual, _IN_PROGRESS, lambda: self._returned(fn)
+        )
 
     def _returned(self, fn: FunctionRecord) -> tuple[Value, ...]:
         found: list[Value] = []

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 _HELD = ("function", "class", "instance")
 _MAX_TYPES = 4
-_IN_PROGRESS = object()
+AttrEntry = tuple[tuple["Value", ...], tuple[str, ...]]
+_NOTHING_YET: AttrEntry = ((), ())
 
 
 def stores_a_reference(stmt: Stmt) -> bool:
@@ -54,8 +55,7 @@ def bound_names(fn: FunctionRecord) -> set[str]:
 class Stores:
     p: Program
     _attribute_stores: dict[str, list[tuple[str, Stmt, str]]] | None
-    _attr_types: dict[tuple[str, str], tuple[Value, ...] | object]
-    _attr_callables: dict[tuple[str, str], tuple[str, ...]]
+    _attr_types: dict[tuple[str, str], AttrEntry]
     cycles: Cycles
     module_member: Callable[..., tuple[Value, ...]]  # `rankguard.model.namespaces`
 
@@ -154,27 +154,19 @@ class Stores:
 
     # -- attribute types ----------------------------------------------------------
     def attr_types(self, cls: str, attr: str) -> tuple[Value, ...]:
+        return self._attr_entry(cls, attr)[0]
+
+    def _attr_entry(self, cls: str, attr: str) -> AttrEntry:
+        """The attribute's values, and the functions a call of it runs (`held_callables`)."""
         key = (cls, attr)
         cached = self._attr_types.get(key)
-        if cached is _IN_PROGRESS:
-            self.cycles.partial(("attr", *key))
-            return ()
         if cached is not None:
-            return cached  # type: ignore[return-value]
-        self._attr_types[key] = _IN_PROGRESS
-        self.cycles.open(("attr", *key))
-        try:
-            result, callables = self._attr_values(cls, attr)
-        finally:
-            kept = self.cycles.close(("attr", *key))
-        if kept:
-            self._attr_types[key] = result
-        else:
-            del self._attr_types[key]  # made from another open answer: ask again
-        self._attr_callables[key] = callables  # read at once by `held_callables`
-        return result
+            self.cycles.read(("attr", *key))
+            return cached
+        compute = lambda: self._attr_values(cls, attr)  # noqa: E731
+        return self.cycles.answer(("attr", *key), self._attr_types, key, _NOTHING_YET, compute)
 
-    def _attr_values(self, cls: str, attr: str) -> tuple[tuple[Value, ...], tuple[str, ...]]:
+    def _attr_values(self, cls: str, attr: str) -> AttrEntry:
         record = self.p.classes[cls]
         found: list[Value] = []
         callables: list[str] = []
@@ -225,6 +217,5 @@ class Stores:
             if owner.kind != "instance":
                 continue
             for cls in self.p.mro(owner.name):
-                self.attr_types(cls, tail[-1])
-                out.extend(self._attr_callables.get((cls, tail[-1]), ()))
+                out.extend(self._attr_entry(cls, tail[-1])[1])
         return tuple(sorted(set(out)))
