@@ -140,9 +140,9 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
                 table[param.name] = tuple(
                     Value("items", v.name, bound=v.kind) for v in self._instances(fn, items)
                 )
-            elif index == 0 and fn.info.cls and not _is_static(fn):
+            elif index == 0 and fn.info.cls and not fn.info.decorated("staticmethod"):
                 cls = f"{fn.module}.{fn.info.cls}"
-                if _is_classmethod(fn):
+                if fn.info.decorated("classmethod"):
                     table[param.name] = (Value("class", cls),)
                 else:  # `self` may be any class derived from this one
                     table[param.name] = (Value("instance", cls, via="declared"),)
@@ -489,17 +489,5 @@ def _builtin_instance(kind: str) -> Value:
     return external(f"{BUILTIN_PREFIX}{kind}()")
 
 
-def _decorated(fn: FunctionRecord, name: str) -> bool:
-    return any(dec and dec[-1] == name for dec in fn.info.decorators)
-
-
-def _is_static(fn: FunctionRecord) -> bool:
-    return _decorated(fn, "staticmethod")
-
-
-def _is_classmethod(fn: FunctionRecord) -> bool:
-    return _decorated(fn, "classmethod")
-
-
 def _is_property(fn: FunctionRecord) -> bool:
-    return _decorated(fn, "property") or _decorated(fn, "cached_property")
+    return fn.info.decorated("property") or fn.info.decorated("cached_property")
