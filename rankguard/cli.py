@@ -35,9 +35,7 @@ def _common() -> argparse.ArgumentParser:
         "--cache-dir",
         type=Path,
         metavar="DIR",
-        help="cache folder: parsed files, resolutions, results and per-function summaries "
-        "(default: $RANKGUARD_CACHE_DIR or ~/.cache/rankguard; RANKGUARD_KEEP_SUMMARIES=0 "
-        "keeps no per-function summaries)",
+        help="parse cache folder (default: $RANKGUARD_CACHE_DIR or ~/.cache/rankguard)",
     )
     group.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     return common

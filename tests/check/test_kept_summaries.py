@@ -25,7 +25,7 @@ EDITED_AND_CALLER = {SCHEDULER + "_maybe_collect_garbage", SCHEDULER + "get_next
 
 @pytest.fixture(autouse=True)
 def _keep(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(KEEP_SUMMARIES, raising=False)  # the default: kept (`pipelines.check`)
+    monkeypatch.setenv(KEEP_SUMMARIES, "1")  # opt-in (`pipelines.check`)
 
 
 def _walked() -> set[str]:
@@ -74,19 +74,6 @@ def test_a_damaged_store_is_a_miss(capsys, tmp_path: Path):
     _replace(root, SCHED, GC_TEST, GC_EDIT)
     warm = _check(capsys, root, *cache)
     assert len(_walked()) > len(EDITED_AND_CALLER)  # nothing could be re-used
-    assert _check(capsys, root, "--no-cache") == warm
-
-
-def test_the_switch_turns_the_store_off(capsys, tmp_path: Path, monkeypatch):
-    monkeypatch.setenv(KEEP_SUMMARIES, "0")
-    root = shutil.copytree(EXAMPLE, tmp_path / "toysched")
-    cache = ("--cache-dir", str(tmp_path / "cache"))
-    _check(capsys, root, *cache)
-    _replace(root, SCHED, GC_TEST, GC_EDIT)
-    warm = _check(capsys, root, *cache)
-    assert store.COUNTS["blocking summaries reused"] == 0
-    assert len(_walked()) > len(EDITED_AND_CALLER)
-    assert not list((tmp_path / "cache" / "analyses").glob("*.sqlite"))
     assert _check(capsys, root, "--no-cache") == warm
 
 
