@@ -324,3 +324,26 @@ def test_an_answer_that_may_still_be_none_is(program_of) -> None:
     found = run(program_of, code)
     assert lines(found) == [code.count("\n")]
     assert found[0].sources[0][0].kind == "time"
+
+
+# A conversion named for the rank it returns returns a rank of that dimension, however it is
+# computed (sglang: `physical_ep_rank_to_dp_rank(tp_rank + offset, attn_tp_size * attn_cp_size)`,
+# the attention-DP replica of an expert-parallel rank).
+CONVERTED = GROUPS + (
+    "def physical_rank_to_attn_dp_rank(rank, width):\n"
+    "    return rank // width\n\n"
+    "class S:\n"
+    "    def event_loop(self):\n"
+    "        while True:\n"
+    "            slot = physical_rank_to_attn_dp_rank(get_tp_rank(), 4)\n"
+    "            if slot == 0:\n"
+    "                dist.barrier(group={group}().cpu_group)\n"
+)
+
+
+def test_a_rank_converted_by_name_is_a_rank_of_that_dimension(program_of) -> None:
+    assert run(program_of, CONVERTED.format(group="get_dp_tp_group")) == []
+    code = CONVERTED.format(group="get_tp_group")
+    found = run(program_of, code)
+    assert lines(found) == [code.count("\n")]
+    assert found[0].sources[0][0].dimension == "attn_dp"

@@ -261,8 +261,11 @@ class Walker:
         names = targets or [segs_text(call.target)]
         result: Labels = {}
         kind = catalog.kind_of_call(names)
+        named: Source | None = None  # a rank id its name gives a dimension
         if kind == "rank-id":
-            result[self.rank_source(call.target, call.line)] = ()
+            rank = self.rank_source(call.target, call.line)
+            result[rank] = ()
+            named = rank if rank.dimension else None
         elif kind is not None:
             drawn = catalog.generator_drawn(names) if kind == "random" else ""
             source = self.source(kind, call.text + "()", call.line)
@@ -285,6 +288,8 @@ class Walker:
                 continue
             if operand.keyword not in catalog.placement_keywords:  # placement is not data
                 operands.append((operand, labels))
+        if named is not None:
+            return result  # named by its dimension: that is what it is, however computed
         seeded = catalog.generator_seeded(names)
         if seeded:  # what seeds a generator decides whether its draws agree (`flow.seeded`)
             merge(self.out.seeds.setdefault(seeded, {}), union(labels for _o, labels in operands))
