@@ -27,7 +27,7 @@ from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.reach import followed
 from rankguard.analysis.uniformity.agreement import Agreement
 from rankguard.analysis.uniformity.answers import Answers, constant_of
-from rankguard.analysis.uniformity.branches import after_if
+from rankguard.analysis.uniformity.branches import Sides
 from rankguard.analysis.uniformity.collectives import CollectiveCalls
 from rankguard.analysis.uniformity.lattice import (
     MAX_STEPS,
@@ -106,6 +106,7 @@ class Walker:
         # root takes left them, beside what the join made of them (`roots.py`).
         self.agreement = Agreement(flow.calls, flow.sources_catalog, record, self.out, self.step)
         self.roots = RootViews(flow.sources_catalog, flow.calls, record, self.agreement.over)
+        self.sides = Sides(self.roots, flow.none_only)  # what reaches past an `if`
 
     def step(self, line: int, text: str) -> Step:
         return Step(self.fn, self.record.path, line, text)
@@ -159,12 +160,7 @@ class Walker:
             labels = self.value(stmt, env)
             self.out.conditions[id(stmt)] = labels
             with self.answers.deciding(stmt, labels):
-                branches = [self.block(b, dict(env)) for b in stmt.blocks] or [env]
-            if (kind == "if" and len(stmt.blocks) < 2) or kind == "match":
-                branches.append(env)
-            if kind == "if":
-                return after_if(stmt, branches, self.roots, self.f.none_only)
-            return join(branches)
+                return self.sides.walk(stmt, env, self.block)
         if kind == "loop":
             labels = self.value(stmt, env)
             self.out.conditions[id(stmt)] = labels
