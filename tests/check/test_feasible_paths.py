@@ -92,6 +92,49 @@ def test_reassigned_attributes_give_no_round_fact(tmp_path: Path):
     )
 
 
+def test_a_path_that_needs_the_round_fact_to_change_is_low_confidence(tmp_path: Path):
+    """The loop runs with `mode == NULL`, but `switch` may reassign the mode mid-round, so a
+    DECODE-only branch stays reported: with low confidence, saying which fact must change. A
+    call the loop also reaches on a path that needs no such change keeps its confidence."""
+    findings = _assert_marked(
+        tmp_path,
+        """
+        class Mode:
+            NULL = 0
+            DECODE = 1
+
+        class S:
+            def __init__(self, mode):
+                self.mode = mode
+                self.busy = False
+
+            def switch(self):
+                self.mode = Mode.DECODE
+
+            def drain(self):
+                subprocess.run(["x"])  # expect
+
+            def event_loop_normal(self):
+                while True:
+                    if self.mode == Mode.DECODE:
+                        time.sleep(1)  # expect
+                        self.drain()
+                    if self.busy:
+                        self.drain()
+                    dist.barrier()
+
+        def dispatch(s: S):
+            if s.mode == Mode.NULL:
+                s.event_loop_normal()
+        """,
+        {"rounds": ["*.event_loop_*"]},
+    )
+    by_callee = {f.extra["blocking"]["callee"]: f.extra for f in findings}
+    assert by_callee["time.sleep"]["confidence"] == "low"
+    assert "self.mode" in by_callee["time.sleep"]["confidence_note"]
+    assert by_callee["subprocess.run"]["confidence"] == "high"
+
+
 def test_constant_arguments_and_omitted_defaults(tmp_path: Path):
     _assert_marked(
         tmp_path,
