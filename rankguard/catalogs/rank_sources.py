@@ -59,6 +59,9 @@ class RankSourceCatalog:
     shape_calls: frozenset[str]
     aliases: dict[str, str]  # spelling -> dimension
     grids: tuple[tuple[str, tuple[str, ...]], ...]  # (of, axes)
+    # Composite dimensions: every axis they may span, and the axes they span in every mode.
+    spans: dict[str, tuple[str, ...]]
+    always: dict[str, tuple[str, ...]]
     generators: tuple[Generator, ...]
     group_suffix: re.Pattern[str]
     _memo: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
@@ -208,14 +211,33 @@ class RankSourceCatalog:
             stem = stem.split("_", 1)[1]
         return self.aliases.get(stem)
 
-    def within(self, group: str, dimension: str) -> bool:
-        """Whether every group of dimension `group` lies inside one group of `dimension` (the
-        same dimension, an axis that factors it, or the world)."""
-        return dimension == "world" or dimension in self._ancestry(group)
+    def within(self, group: str, dimensions: str | Sequence[str]) -> bool:
+        """Whether every group of dimension `group` lies inside one group that a value agreed
+        over `dimensions` in turn is the same on (the same dimension, the world, or groups whose
+        axes, in every mode, cover each axis `group` may span: a value agreed over the attention
+        CP group and then over the attention TP group is the same over both)."""
+        over = (dimensions,) if isinstance(dimensions, str) else tuple(dimensions)
+        if group in over or "world" in over:
+            return True
+        covering = [axis for d in over for axis in self.always.get(d, (d,))]
+        return all(
+            any(c in self._ancestry(axis) for c in covering)
+            for axis in self.spans.get(group, (group,))
+        )
 
     def rank_uniform_over(self, rank_dimension: str | None, group: str | None) -> bool:
-        """Whether a rank id of `rank_dimension` is the same on every rank of `group`."""
+        """Whether a rank id of `rank_dimension` is the same on every rank of `group`: each
+        axis the rank may index is another axis of a grid than each axis the group may span."""
         if rank_dimension is None or group is None or rank_dimension == group:
+            return False
+        return all(
+            self._axis_uniform_over(mine, theirs)
+            for mine in self.spans.get(rank_dimension, (rank_dimension,))
+            for theirs in self.spans.get(group, (group,))
+        )
+
+    def _axis_uniform_over(self, rank_dimension: str, group: str) -> bool:
+        if rank_dimension == group:
             return False
         mine, theirs = self._ancestry(rank_dimension), self._ancestry(group)
         return any(
@@ -251,6 +273,8 @@ _COPIED = (
     "shape_calls",
     "aliases",
     "grids",
+    "spans",
+    "always",
     "generators",
     "group_suffix",
 )
@@ -276,6 +300,19 @@ def parse_rank_sources(data: dict) -> RankSourceCatalog:
         if unknown:
             raise InputError(f"{_FILE}: [[grid]] #{index + 1}: unknown dimension(s) {unknown}")
         grids.append((row["of"], tuple(row["axes"])))
+    spans: dict[str, tuple[str, ...]] = {}
+    always: dict[str, tuple[str, ...]] = {}
+    composite = {row["name"] for row in data.get("dimension", []) if "axes" in row}
+    for row in data.get("dimension", []):
+        if "axes" not in row:
+            continue
+        where = f"{_FILE}: [[dimension]] {row['name']!r}"
+        axes, sometimes = tuple(row["axes"]), tuple(row.get("sometimes", ()))
+        unknown = [a for a in axes if a not in names or a in composite]
+        if unknown or not set(sometimes) <= set(axes):
+            raise InputError(f"{where}: axes must be plain dimensions, sometimes among them")
+        spans[row["name"]] = axes
+        always[row["name"]] = tuple(a for a in axes if a not in sometimes)
 
     def words(table: dict, key: str) -> frozenset[str]:
         return frozenset(table.get(key, ()))
@@ -301,6 +338,8 @@ def parse_rank_sources(data: dict) -> RankSourceCatalog:
         shape_calls=words(placement, "shapes"),
         aliases=aliases,
         grids=tuple(grids),
+        spans=spans,
+        always=always,
         group_suffix=_regexes((data["group"]["suffix"],), f"{_FILE}: [group] suffix")[0],
         generators=tuple(
             Generator(row["name"], tuple(row["seeds"]), tuple(row["draws"]))

@@ -115,7 +115,8 @@ def test_state_agreed_over_a_shard_varies_over_the_wider_group(program_of) -> No
     code = _dp_round("dist.all_gather_object([None], 1, group=get_tp_group().cpu_group)")
     found = run(program_of, code)
     assert lines(found) == [code.count("\n")]
-    assert found[0].sources[0][0].kind == "agreed"
+    source = found[0].sources[0][0]
+    assert (source.kind, source.over) == ("inbox", "attn_tp")
     assert found[0].groups == ("tp",)
 
 
@@ -149,7 +150,8 @@ def test_a_decision_returned_from_shard_state_varies_over_the_wider_group(progra
     )
     found = run(program_of, code)
     assert lines(found) == [code.count("\n")]
-    assert found[0].sources[0][0].kind == "agreed"
+    source = found[0].sources[0][0]
+    assert (source.kind, source.over) == ("inbox", "attn_tp")
 
 
 def test_what_a_broadcast_wrapper_returns_is_agreed_whichever_side_returns(program_of) -> None:

@@ -26,6 +26,9 @@ class Answers:
         self.step = step
         self.control: Labels = {}
         self.answers: list[tuple[str | None, Labels]] = []
+        # Whether the one constant answer is `None`: then what decides the answer decides only
+        # whether there is one (`decisions` sets it).
+        self.none_only = False
 
     @contextmanager
     def deciding(self, stmt: Stmt, labels: Labels) -> Iterator[None]:
@@ -49,6 +52,7 @@ class Answers:
         answers = list(self.answers)
         if falls_through(body):
             answers.append(("None", dict(self.control)))
+        self.none_only = {a for a, _control in answers if a is not None} == {"None"}
         if len({answer if answer is not None else "" for answer, _control in answers}) < 2:
             return {}
         return union(control for answer, control in answers if answer is not None)
@@ -77,3 +81,13 @@ def falls_through(block: tuple[Stmt, ...]) -> bool:
     if last.kind == "if" and len(last.blocks) == 2:
         return any(falls_through(b) for b in last.blocks)
     return True
+
+
+def narrowed(held: Labels, none_only: Callable[[str], bool]) -> Labels:
+    """`x` past `if x is None: return`: what decided that a helper answered `None` (its one
+    constant answer, `none_only`) says nothing more about `x`, which is not `None`."""
+    return {
+        label: steps
+        for label, steps in held.items()
+        if not (isinstance(label, tuple) and label[0] == "decided" and none_only(label[1]))
+    }

@@ -164,6 +164,16 @@ class CollectiveCalls:
                 return False
         return True
 
+    def broadcast(self, record: FunctionRecord, call: CallSite, targets: list[str]) -> bool:
+        """A broadcast primitive, or a call whose collectives are all broadcasts: every rank
+        gets the root's value."""
+        if any(t.rsplit(".", 1)[-1].startswith("broadcast") for t in targets):
+            return True
+        entered = self.entered(record, call)
+        return bool(entered) and all(
+            site.callee.rsplit(".", 1)[-1].startswith("broadcast") for site, _chain in entered
+        )
+
     # -- groups ---------------------------------------------------------------------------
     def groups(self, record: FunctionRecord, call: CallSite) -> Groups:
         """The dimensions of the groups the call's collectives run over, sorted; () when one
@@ -208,19 +218,74 @@ class CollectiveCalls:
         `group=self.tp_cpu_group`), through the locals they are bound to in `holder`
         (`tp_group = get_attn_tp_group()`, `for group in (self.cp_group, self.tp_group)`)."""
         for ref in [call.target[:-1]] + [ref for o in call.operands for ref in o.reads]:
-            found = self._ref_groups(holder, ref)
+            found = self.ref_groups(holder, ref)
             if found:
                 return found
         return set()
 
-    def _ref_groups(self, holder: FunctionRecord, ref: Segs) -> set[str]:
+    def ref_groups(self, holder: FunctionRecord, ref: Segs) -> set[str]:
         values = self._locals(holder).get(ref[0]) if ref else None
         if values:  # the local's name says nothing: what it is bound to does
             found = {self._group_of([(*value, *ref[1:])]) for value in values}
             if None not in found:
                 return cast(set[str], found)
+        bound = self._bound(holder, ref)
+        if bound is not None:  # the field's name says less than what it was bound to
+            return {bound}
         named = self._group_of([ref])
         return {named} if named is not None else set()
+
+    def _bound(self, holder: FunctionRecord, ref: Segs) -> str | None:
+        """`self.g` that every store in the holder's class binds to one named group, through
+        the field a constructor keyword binds (`Params(tp_cache_group=get_dp_tp_group()...)`,
+        then `self.tp_group = params.tp_cache_group`)."""
+        if len(ref) != 2 or ref[0] != "self" or holder.info.cls is None:
+            return None
+        stores = self._class_stores(f"{holder.module}.{holder.info.cls}").get(ref[1])
+        dims = {self._keyword_group(value) for value in stores or ()}
+        return dims.pop() if len(dims) == 1 else None
+
+    def _keyword_group(self, value: Segs | None) -> str | None:
+        if value is None or len(value) < 2 or value[-1] not in self.keyword_groups:
+            return None
+        return self.keyword_groups[value[-1]]
+
+    def _class_stores(self, cls: str) -> dict[str, list[Segs | None]]:
+        """`self.x = <reference>` stores in the class's own methods (None: another value)."""
+        found: dict[str, list[Segs | None]] = {}
+        info = self.program.classes.get(cls)
+        for method in info.methods.values() if info else ():
+            record = self.program.functions.get(method)
+            for stmt in walk_statements(record.info.body) if record else ():
+                for target in stmt.targets:
+                    if stmt.kind == "assign" and len(target) == 2 and target[0] == "self":
+                        ref = stmt.value[1] if stmt.value[:1] == ("ref",) else None
+                        found.setdefault(target[1], []).append(ref)
+        return found
+
+    @cached_property
+    def keyword_groups(self) -> dict[str, str]:
+        """Keywords that every constructor call naming a group binds to the same one
+        (`tp_cache_group=get_dp_tp_group().cpu_group`); a bare name passed on is the caller's
+        parameter and says nothing."""
+        found: dict[str, set[str]] = {}
+        for resolved in self.program.calls.values():
+            for item in resolved:
+                classes = self.program.classes
+                if not any(t.name.endswith(".__init__") or t.name in classes for t in item.targets):
+                    continue
+                for operand in item.call.operands:
+                    refs = [
+                        r
+                        for r in (*operand.reads, *operand.calls)
+                        if len(r) >= 2 or r != operand.ref
+                    ]
+                    dims = {self.catalog.dimension_of_group(seg) for r in refs for seg in r} - {
+                        None
+                    }
+                    if operand.keyword and operand.keyword != "**" and len(dims) == 1:
+                        found.setdefault(operand.keyword, set()).update(dims)
+        return {k: next(iter(v)) for k, v in found.items() if len(v) == 1}
 
     def _locals(self, holder: FunctionRecord) -> dict[str, list[Segs]]:
         """Locals bound only to references or calls (assigned, or iterated over a display):
@@ -244,7 +309,7 @@ class CollectiveCalls:
 
     def passes_group(self, record: FunctionRecord, call: CallSite) -> bool:
         """Whether an argument is a process group we can name (`group=self.tp_group`)."""
-        return any(self._ref_groups(record, ref) for o in call.operands for ref in o.reads)
+        return any(self.ref_groups(record, ref) for o in call.operands for ref in o.reads)
 
     def _group_of(self, refs: list[Segs]) -> str | None:
         for ref in refs:

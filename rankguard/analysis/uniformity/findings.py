@@ -101,8 +101,9 @@ def find_divergent_calls(
             why = catalog.why(source.kind)
             if source.kind == "rank-id":
                 why += f" in the {source.dimension or 'any'} dimension"
-            elif source.kind == "agreed":
-                why = f"a value agreed only over the {source.dimension} group, not this one"
+            if source.over:
+                over = source.over.replace(",", ", ")
+                why += f", agreed only over the {over} group, not this one"
             out.append(
                 DivergentCall(
                     record,

@@ -74,6 +74,11 @@ class UniformityFlow:
         flow = self.flows.get(function)
         return flow.ret_params if flow is not None else {}
 
+    def none_only(self, function: str) -> bool:
+        """Whether what decides `function`'s answer decides only whether it is `None`."""
+        flow = self.flows.get(function)
+        return flow is not None and flow.none_only
+
     def is_global(self, module: str, name: str) -> bool:
         return name in self._globals.get(module, frozenset())
 
@@ -92,7 +97,9 @@ class UniformityFlow:
                 queue.append((node, source, steps))
         while queue:
             node, source, chain = queue.popleft()
-            if node[0] == "arrivals" and source.kind not in ("inbox", "agreed"):
+            if node[0] == "over":  # a collective's result: agreed over its groups
+                source = source.agreed_over(node[1])
+            if node[0] == "arrivals" and source.kind != "inbox" and not source.over:
                 # A size changes with how many messages arrive (from outside the group, or
                 # agreed only within a shard of it), not with their values.
                 continue
@@ -104,15 +111,15 @@ class UniformityFlow:
                 queue.append((nxt, source, (*steps, *chain)[:18]))
         return result
 
-    def _seeded(self) -> frozenset[str]:
-        """Generators every seeding call seeds with a value uniform over any group: their
-        draws agree on every rank. A generator seeded nowhere, or once from a varying value
-        (`seed + rank`), draws this rank's own values."""
+    def _seeded(self) -> dict[str, list[Source]]:
+        """What seeds each generator the program seeds: a draw from it is as uniform as every
+        value it is seeded with (each rank draws the same sequence from the same seed). A
+        generator seeded nowhere draws this rank's own values."""
         seeds: dict[str, Labels] = {}
         for name in sorted(self.flows.keys() - self.elsewhere):
             for generator, labels in self.flows[name].seeds.items():
                 merge(seeds.setdefault(generator, {}), labels)
-        return frozenset(g for g, labels in seeds.items() if not self.sources_of(labels))
+        return {g: [s for s, _chain in self.sources_of(labels)] for g, labels in seeds.items()}
 
     def sources_of(self, labels: Labels) -> Sourced:
         """Every source a set of labels stands for, nearest first."""
@@ -135,6 +142,7 @@ class UniformityFlow:
             (source, chain)
             for source, chain in self.sources_of(flow.conditions.get(id(stmt), {}))
             if not (source.kind == "random" and source.generator in self.seeded)
+            or self.seeded[source.generator]
         ]
 
     def varying(self, function: str, stmt: Stmt, groups: Groups) -> Sourced:
@@ -147,11 +155,20 @@ class UniformityFlow:
             if self._differs(source, groups)
         ]
 
-    def _differs(self, source: Source, groups: Groups) -> bool:
+    def _differs(self, source: Source, groups: Groups, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether the source can differ inside one of `groups`: not where a collective agreed
+        on it over groups that cover that one, nor where its own kind is the same there."""
         catalog = self.sources_catalog
-        if source.kind == "agreed":
-            over = source.dimension.split(",")
-            return any(not any(catalog.within(g, d) for d in over) for g in groups)
+        if source.kind == "random" and source.generator in self.seeded:
+            if source.generator in seen:  # seeded from its own draws: as they are
+                return False
+            seen = seen | {source.generator}
+            return any(self._differs(s, groups, seen) for s in self.seeded[source.generator])
+        if source.over:
+            over = source.over.split(",")
+            groups = tuple(g for g in groups if not catalog.within(g, over))
+            if not groups:
+                return False
         if source.kind == "rank-id":
             dimension = source.dimension or None
             return not groups or any(not catalog.rank_uniform_over(dimension, g) for g in groups)

@@ -9,24 +9,30 @@ stands for. Each label carries the local steps that carried it, so a finding can
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 
 @dataclass(frozen=True, order=True)
 class Source:
     """Where a varying value is produced; `dimension` is a rank id's group dimension ("" when it
-    names none, which varies with every group), or the groups an `agreed` value was agreed over
-    (comma-separated; it differs between groups of any wider dimension); `generator` names the
-    generator a random draw reads (uniform when the program seeds it alike on every rank)."""
+    names none, which varies with every group); `generator` names the generator a random draw
+    reads (uniform when the program seeds it alike on every rank); `over` the groups collectives
+    agreed on what it became (the same over them, and still over what it was the same over)."""
 
-    kind: str  # rank-id | agreed | driver | inbox | time | random | host | environment
+    kind: str  # rank-id | driver | inbox | time | random | host | environment
     text: str
     function: str
     path: str
     line: int
     dimension: str = ""
     generator: str = ""
+    over: str = ""  # the groups a collective agreed it over on its way, comma-separated, sorted
+
+    def agreed_over(self, groups: str) -> Source:
+        """The same source, once a collective over `groups` agreed on what it became."""
+        dims = sorted({*self.over.split(","), *groups.split(",")} - {""})
+        return replace(self, over=",".join(dims))
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -36,8 +42,10 @@ class Source:
             "path": self.path,
             "line": self.line,
         }
-        if self.kind in ("rank-id", "agreed"):
+        if self.kind == "rank-id":
             out["dimension"] = self.dimension or None
+        if self.over:
+            out["agreed_over"] = self.over.split(",")
         return out
 
 
@@ -102,6 +110,7 @@ class FunctionFlow:
     conditions: dict[int, Labels] = field(default_factory=dict)  # id(Stmt) -> labels
     ret_params: dict[str, tuple[Step, ...]] = field(default_factory=dict)  # param -> to return
     seeds: dict[str, Labels] = field(default_factory=dict)  # generator -> what seeds it here
+    none_only: bool = False  # its decided answer is only whether it returned `None`
 
     def flow(self, node: Node, labels: Labels) -> None:
         if labels:

@@ -25,7 +25,9 @@ from typing import Any, Protocol
 
 from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.reach import followed
+from rankguard.analysis.uniformity.agreement import Agreement
 from rankguard.analysis.uniformity.answers import Answers, constant_of
+from rankguard.analysis.uniformity.branches import after_if
 from rankguard.analysis.uniformity.collectives import CollectiveCalls
 from rankguard.analysis.uniformity.lattice import (
     MAX_STEPS,
@@ -40,6 +42,7 @@ from rankguard.analysis.uniformity.lattice import (
     through,
     union,
 )
+from rankguard.analysis.uniformity.roots import RootViews
 from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.model.binding import bind
 from rankguard.model.program import Program
@@ -56,8 +59,6 @@ from rankguard.summary.ir import (
 )
 
 _MAX_CLASSES = 12
-# Where an in-place collective takes the buffer it fills (first positional, or these keywords).
-_BUFFER_KEYWORDS = ("tensor", "object_list", "tensor_list", "output_tensor_list", "output")
 
 
 class ProgramFacts(Protocol):
@@ -74,6 +75,8 @@ class ProgramFacts(Protocol):
     def ret_params(self, function: str) -> dict[str, tuple[Step, ...]]: ...
 
     def is_global(self, module: str, name: str) -> bool: ...
+
+    def none_only(self, function: str) -> bool: ...
 
 
 class _Statement:
@@ -99,6 +102,10 @@ class Walker:
         self.answers = Answers(self.step)  # which `return` runs, and what decides it
         self._attr_nodes: dict[Segs, tuple[Node, ...]] = {}
         self._carrying = False  # inside a loop's second pass (`loop`)
+        # What a group's root holds: per group dimension, locals as a branch that only the
+        # root takes left them, beside what the join made of them (`roots.py`).
+        self.agreement = Agreement(flow.calls, flow.sources_catalog, record, self.out, self.step)
+        self.roots = RootViews(flow.sources_catalog, flow.calls, record, self.agreement.over)
 
     def step(self, line: int, text: str) -> Step:
         return Step(self.fn, self.record.path, line, text)
@@ -107,7 +114,12 @@ class Walker:
         return Source(kind, text, self.fn, self.record.path, line, dimension)
 
     def rank_source(self, segments: Segs, line: int) -> Source:
+        """A rank id, of the dimension its name says, or its owner's group (`tp.rank_in_group`
+        after `tp = get_attn_tp_group()`)."""
         dimension = self.catalog.dimension_of_rank(segments) or ""
+        if not dimension and len(segments) > 1:
+            owners = self.f.calls.ref_groups(self.record, segments[:-1])
+            dimension = next(iter(owners)) if len(owners) == 1 else ""
         return self.source("rank-id", segs_text(segments), line, dimension)
 
     # -- entry ----------------------------------------------------------------------------
@@ -125,6 +137,7 @@ class Walker:
             env[name] = labels
         self.block(info.body, env)
         self.out.flow(("decided", self.fn), self.answers.decisions(info.body))
+        self.out.none_only = self.answers.none_only
         return self.out
 
     # -- statements -----------------------------------------------------------------------
@@ -149,6 +162,8 @@ class Walker:
                 branches = [self.block(b, dict(env)) for b in stmt.blocks] or [env]
             if (kind == "if" and len(stmt.blocks) < 2) or kind == "match":
                 branches.append(env)
+            if kind == "if":
+                return after_if(stmt, branches, self.roots, self.f.none_only)
             return join(branches)
         if kind == "loop":
             labels = self.value(stmt, env)
@@ -276,9 +291,11 @@ class Walker:
         receiver = self.receiver(call, env, state)
         primitive = any(self.f.reach.catalog.kind(t) == "collective" for t in targets)
         entered = primitive or bool(self.f.calls.entered(self.record, call))
-        agreed = self.agreed(call, primitive) if entered else {}
         if entered:
-            self.kill_buffer(call, state, agreed)
+            operands = self.roots.sent(call, operands, env, targets)
+        agreed = self.agreement.agreed(call, primitive, operands, targets) if entered else {}
+        if entered:
+            state.kills.extend(self.agreement.buffer(call, agreed))
         uniform = placement or any(catalog.is_uniform_name(n) for n in names)
         # An object of a program class is not a value: its fields carry their own flows.
         uniform = uniform or (not internal and any(n in program.classes for n in names))
@@ -358,28 +375,6 @@ class Walker:
             state.consumed[ref] += 1
             merge(out, self.ref(ref, env, line, size and ref == operand.ref))
         return out
-
-    def agreed(self, call: CallSite, primitive: bool) -> Labels:
-        """What a collective call returns is the same on every rank of its group, and only
-        there: agreed over a shard (one DP replica's attention-TP group), it still differs
-        between shards. An `agreed` source names the groups; the world, or a group we cannot
-        name, agrees everywhere. A wrapper's result is agreed only when the call hands it its
-        group (`broadcast_pyobj(x, g.rank, g.cpu_group)`): a helper that runs collectives
-        inside returns whatever it returns."""
-        calls = self.f.calls
-        named = calls.named_groups(self.record, call)
-        groups = calls.groups(self.record, call) if primitive else tuple(sorted(named))
-        if not groups or "world" in groups:
-            return {}
-        source = self.source("agreed", call.text + "()", call.line, ",".join(groups))
-        return {source: ()}
-
-    def kill_buffer(self, call: CallSite, state: _Statement, agreed: Labels) -> None:
-        """A tensor reduced or broadcast in place holds the agreed value from here on."""
-        buffer = next((o for o in call.operands if o.keyword is None), None)
-        buffer = buffer or next((o for o in call.operands if o.keyword in _BUFFER_KEYWORDS), None)
-        if buffer is not None and buffer.ref and buffer.ref != ("self",):
-            state.kills.append((".".join(buffer.ref), agreed))
 
     def feed(self, call: CallSite, fed: list[Labels], env: Env) -> None:
         """`q.append(x)`: the container now also holds what `x` holds."""
