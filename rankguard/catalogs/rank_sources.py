@@ -63,6 +63,7 @@ class RankSourceCatalog:
     spans: dict[str, tuple[str, ...]]
     always: dict[str, tuple[str, ...]]
     generators: tuple[Generator, ...]
+    device_identity: frozenset[str]  # the device model's identity: uniform, never a `driver`
     group_suffix: re.Pattern[str]
     _memo: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
     _compiled: list[tuple[str, re.Pattern[str]]] = field(
@@ -104,6 +105,8 @@ class RankSourceCatalog:
     def _classify(self, name: str) -> str | None:
         if self.is_rank_call(name):
             return "rank-id"
+        if any(fnmatch.fnmatchcase(name, p) for p in self.device_identity):
+            return None
         if not self._compiled:
             # One expression per kind: asked for ~240k call sites on a large tree.
             self._compiled.extend(
@@ -276,6 +279,7 @@ _COPIED = (
     "spans",
     "always",
     "generators",
+    "device_identity",
     "group_suffix",
 )
 
@@ -345,6 +349,7 @@ def parse_rank_sources(data: dict) -> RankSourceCatalog:
             Generator(row["name"], tuple(row["seeds"]), tuple(row["draws"]))
             for row in data.get("generator", [])
         ),
+        device_identity=words(data.get("device", {}), "identity"),
     )
 
 

@@ -206,15 +206,18 @@ def test_a_broadcast_from_roots_that_may_not_have_taken_the_earlier_one_does_not
 
 
 def test_a_rank_read_from_a_local_group_handle_is_of_that_groups_dimension(program_of) -> None:
+    # What the local is bound to says more than its name (sglang: `tp_group =
+    # get_attn_tp_group()` before `if tp_group.rank_in_group == 0:`).
     code = GROUPS + (
         "class S:\n"
         "    def event_loop(self):\n"
         "        while True:\n"
-        "            tp = get_attn_tp_group()\n"
-        "            if tp.rank_in_group == 0:\n"
+        "            {name} = get_attn_tp_group()\n"
+        "            if {name}.rank_in_group == 0:\n"
         "                dist.barrier(group=get_attn_cp_group().cpu_group)\n"
     )
-    assert run(program_of, code) == []
+    assert run(program_of, code.format(name="tp")) == []
+    assert run(program_of, code.format(name="tp_group")) == []
 
 
 def test_a_value_skipped_only_in_a_group_of_one_rank_is_agreed_over_it(program_of) -> None:
@@ -380,4 +383,35 @@ def test_a_test_taken_again_takes_the_same_side(program_of) -> None:
 
 def test_a_different_test_may_take_the_other_side(program_of) -> None:
     code = SLICED.format(again="self.size > 2")
+    assert lines(run(program_of, code)) == [code.count("\n")]
+
+
+# The device model's identity (its compute capability) is the same on every rank of a group;
+# what the device holds now (its free memory) is this rank's own.
+DEVICE = (
+    "import pynvml\n\n"
+    + GROUPS
+    + (
+        "class S:\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            handle = pynvml.nvmlDeviceGetHandleByIndex(0)\n"
+        "            if {test}:\n"
+        "                dist.barrier(group=get_tp_group().cpu_group)\n"
+    )
+)
+
+
+def test_the_device_models_identity_is_the_same_on_every_rank(program_of) -> None:
+    assert (
+        run(
+            program_of,
+            DEVICE.format(test="pynvml.nvmlDeviceGetCudaComputeCapability(handle)[0] >= 9"),
+        )
+        == []
+    )
+
+
+def test_what_the_device_holds_now_is_this_ranks_own(program_of) -> None:
+    code = DEVICE.format(test="pynvml.nvmlDeviceGetMemoryInfo(handle).free > 1")
     assert lines(run(program_of, code)) == [code.count("\n")]

@@ -115,12 +115,14 @@ class Walker:
         return Source(kind, text, self.fn, self.record.path, line, dimension)
 
     def rank_source(self, segments: Segs, line: int) -> Source:
-        """A rank id, of the dimension its name says, or its owner's group (`tp.rank_in_group`
-        after `tp = get_attn_tp_group()`)."""
-        dimension = self.catalog.dimension_of_rank(segments) or ""
-        if not dimension and len(segments) > 1:
-            owners = self.f.calls.ref_groups(self.record, segments[:-1])
-            dimension = next(iter(owners)) if len(owners) == 1 else ""
+        """A rank id, of the dimension its name says, else its owner's group, by what a local
+        is bound to before its name (`tp_group.rank_in_group` after `tp_group =
+        get_attn_tp_group()`)."""
+        dimension = self.catalog.dimension_of_rank(segments[-1:])
+        owners = self.f.calls.ref_groups(self.record, segments[:-1]) if not dimension else set()
+        if len(owners) == 1:
+            dimension = next(iter(owners))
+        dimension = dimension or self.catalog.dimension_of_rank(segments) or ""
         return self.source("rank-id", segs_text(segments), line, dimension)
 
     # -- entry ----------------------------------------------------------------------------
