@@ -185,7 +185,7 @@ class RankSourceCatalog:
     def dimension_of_rank(self, segments: Sequence[str]) -> str | None:
         """The dimension a rank id is of: `tp_rank`, `get_tp_rank`, `tp_group.rank_in_group`,
         `get_tp_group().rank_in_group`; None when it does not say (varies with every group)."""
-        last = segments[-1].lstrip("_")
+        last = segments[-1].lstrip("_").rsplit("_to_", 1)[-1]  # a conversion's result
         if last.startswith("get_"):
             last = last[4:]
         dimension, _rest = self._strip_dimension(last)
