@@ -615,6 +615,68 @@ def test_what_the_configuration_validation_asserts_holds_in_the_round(
     )
 
 
+def test_what_the_validation_asserts_holds_backwards_too(tmp_path: Path):
+    """`if cfg.elastic_ep_backend is not None: assert cfg.pp_size == 1`: the pipeline loop
+    (`pp_size > 1`) therefore runs without elastic EP, which a runner reads through a nested
+    settings group (`get_exec().moe.elastic_ep_backend`) and keeps as `self.elastic`. The
+    normal loop knows nothing of elastic EP and keeps the branch."""
+    findings = _assert_marked(
+        tmp_path,
+        """
+        class Moe:
+            def __init__(self):
+                self.elastic_ep_backend = None
+
+        class Exec:
+            def __init__(self):
+                self.moe = Moe()
+                self.pp_size = 1
+
+        _CFG = Exec()
+
+        def get_exec() -> Exec:
+            return _CFG
+
+        def validate(cfg):
+            if cfg.elastic_ep_backend is not None:
+                assert cfg.pp_size == 1, "PP size should be 1 under elastic EP"
+
+        def start():
+            validate(_CFG)
+
+        class Runner:
+            def __init__(self):
+                self.elastic = get_exec().moe.elastic_ep_backend is not None
+
+            def forward(self):
+                if self.elastic:
+                    time.sleep(1)  # expect
+
+        class S:
+            def __init__(self):
+                self.runner = Runner()
+
+            def event_loop_normal(self):
+                while True:
+                    self.runner.forward()
+                    dist.barrier()
+
+            def event_loop_pp(self):
+                while True:
+                    self.runner.forward()
+                    dist.barrier()
+
+        def run(s: S):
+            if get_exec().pp_size > 1:
+                s.event_loop_pp()
+            else:
+                s.event_loop_normal()
+        """,
+        {"rounds": ["*.event_loop_*"]},
+    )
+    assert [f.extra["round"].rsplit(".", 1)[-1] for f in findings] == ["event_loop_normal"]
+
+
 def test_a_receiver_of_known_class_runs_its_own_overrides(tmp_path: Path):
     """`FLAG = Plain(None)` is exactly a `Plain`: `FLAG.get()` runs the base's `get`, whose
     `self.parse()` is `Plain.parse`, not every subclass's override (class-hierarchy analysis
