@@ -3,7 +3,7 @@
 A sample is the N blocking findings with the smallest sha1(SALT + fingerprint) hex digest: stable
 across tool versions (a finding keeps its place while it keeps its fingerprint) and independent
 of how many findings there are. `tests/data/precision/sglang-0.5.23-blocking.json` records which
-salt each sample used ("13:" for `after`, "29:" for `independent`).
+salt each sample used ("13:" for `after`, "29:" for `independent`, "47:" for `fourth`).
 
     python3 -m rankguard check SRC --config two.toml --format json > findings.json
     python3 benchmarks/precision_sample.py draw findings.json --salt 29: > sample.json

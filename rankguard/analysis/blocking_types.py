@@ -40,10 +40,19 @@ class BlockingCall:
     function: str
     chain: tuple[Hop, ...]
     cadenced: str | None = None
+    # The path runs only if a fact the round is chosen under stops holding mid-round
+    # (`analysis.context.doubt`): what must change, "" when nothing must.
+    doubt: str = ""
 
     @property
     def key(self) -> Key:
         return (self.path, self.line, self.col, self.callee)
+
+    def outranks(self, other: BlockingCall) -> bool:
+        """An undoubted path outranks a doubted one, then an uncadenced a cadenced one."""
+        if bool(self.doubt) != bool(other.doubt):
+            return not self.doubt
+        return bool(other.cadenced) and not self.cadenced
 
     def below(self, hop: Hop, cadence: str | None) -> BlockingCall:
         return copied(self, chain=(hop, *self.chain), cadenced=self.cadenced or cadence)
@@ -115,11 +124,18 @@ def copied(record: _R, **changes: Any) -> _R:
 
 
 def merge(into: dict[Key, BlockingCall], more: Mapping[Key, BlockingCall]) -> None:
-    """Keep the first chain found; an uncadenced path outranks a cadenced one."""
+    """Keep the first chain found, unless a later one outranks it (`BlockingCall.outranks`)."""
     for key, call in more.items():
         have = into.get(key)
-        if have is None or (have.cadenced and not call.cadenced):
+        if have is None or call.outranks(have):
             into[key] = call
+
+
+def keep_pair(into: dict[tuple[Key, CollectiveSite], Pair], pair: Pair) -> None:
+    """`merge` for pairs: the first found, unless a later one's blocking call outranks it."""
+    have = into.get(pair.key)
+    if have is None or pair.blocking.outranks(have.blocking):
+        into[pair.key] = pair
 
 
 def join(states: Iterable[State | None]) -> State | None:

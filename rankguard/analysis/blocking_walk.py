@@ -15,11 +15,14 @@ from rankguard.analysis.blocking_types import (
     State,
     Summary,
     join,
+    keep_pair,
     merge,
     same,
 )
 from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.context import placements
+from rankguard.analysis.doubts import DOUBT, doubted, forget_shaky
+from rankguard.analysis.doubts import doubt as doubt_of
 from rankguard.analysis.passed import binding_facts, held_in, narrowed
 from rankguard.analysis.precision import assigned_fact, cadence_of
 from rankguard.analysis.reach import edge_of, followed
@@ -120,6 +123,9 @@ class Walk:
             return None
         inner = self.assume(state, stmt.cond, positive)
         inner = inner.evolve(taken=(*inner.taken, (stmt.cond, positive)))
+        doubt = doubt_of(stmt, positive, state.known, self.record)
+        if doubt:
+            inner = inner.evolve(known={**inner.known, DOUBT: doubt})
         return self.block(stmt.blocks[side], inner, (*guards, (stmt.cond, positive)), cadence)
 
     def truth_test(self, stmt: Stmt, state: State, cadence: str | None) -> State:
@@ -128,7 +134,7 @@ class Walk:
         if found is None:
             return state
         pending = dict(state.pending)
-        merge(pending, {found.key: found})
+        merge(pending, doubted({found.key: found}, state.known))
         return state.evolve(pending=pending)
 
     def assume(self, state: State, cond: Cond, positive: bool) -> State:
@@ -158,7 +164,7 @@ class Walk:
     def _forget_facts(self, state: State, targets: Sequence[Segs]) -> State:
         known = state.known
         for target in targets:
-            known = forget(known, target)
+            known = forget_shaky(forget(known, target), target)
         return state if known is state.known else state.evolve(known=known)
 
     def _forget(self, state: State, targets: Sequence[Segs]) -> State:
@@ -206,7 +212,7 @@ class Walk:
         if not found:
             return state
         pending = dict(state.pending)
-        merge(pending, found)
+        merge(pending, doubted(found, state.known))
         return state.evolve(pending=pending)
 
     def try_(self, stmt: Stmt, state: State, guards: Guards, cadence: str | None) -> State | None:
@@ -261,7 +267,7 @@ class Walk:
         )
         if blocking is not None:
             pending = dict(state.pending)
-            merge(pending, {blocking.key: blocking})
+            merge(pending, doubted({blocking.key: blocking}, state.known))
             return state.evolve(pending=pending)
         outcomes: list[State | None] = []
         for target in targets:
@@ -322,13 +328,13 @@ class Walk:
     def apply(self, summary: Summary, state: State, hop: Hop, cadence: str | None) -> State:
         for pair in summary.pairs.values():
             below = pair.below(hop, cadence)
-            self.pairs.setdefault(below.key, below)
+            keep_pair(self.pairs, below)
         tail = {key: call.below(hop, cadence) for key, call in summary.tail.items()}
         first = {site: (hop, *chain) for site, chain in summary.first.items()}
         for call in state.pending.values():
             for site, chain in first.items():
                 pair = Pair(call, site, chain)
-                self.pairs.setdefault(pair.key, pair)
+                keep_pair(self.pairs, pair)
         if state.clean:
             for site, chain in first.items():
                 self.first.setdefault(site, chain)

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from rankguard.analysis.doubts import passed_on, shaky_facts
 from rankguard.analysis.precision import made_by
 from rankguard.analysis.rank_bounds import lone_ranks
 from rankguard.analysis.reach import enclosing
@@ -187,7 +188,8 @@ class RoundContext:
 
     # -- the round -----------------------------------------------------------------------------
     def round_facts(self, record: FunctionRecord) -> dict[Cond, Any]:
-        """Facts every caller's selecting branch gives the round function's `self`."""
+        """Facts every caller's selecting branch gives the round function's `self`; those on
+        attributes reassigned after construction ride along as shaky (`analysis.doubts`)."""
         found: dict[Cond, Any] | None = None
         for caller, call in self._call_sites(record.qualname):
             facts: dict[Cond, Any] = {}
@@ -201,12 +203,15 @@ class RoundContext:
                 elif receiver != (SELF,):
                     continue
                 assumed = complemented(assume(cond, positive))
-                facts.update(self.self_facts(assumed, _class_of(record)))
+                facts.update({c: v for c, v in assumed.items() if rooted(c, SELF)})
                 facts.update(self.global_facts(assumed))
             if found is not None:
                 facts = {c: v for c, v in found.items() if c in facts and facts[c] == v}
             found = facts
-        facts = dict(found or {})
+        selected = dict(found or {})
+        trusted = self.self_facts(selected, _class_of(record))
+        facts = {c: v for c, v in selected.items() if c in trusted or not rooted(c, SELF)}
+        facts.update(shaky_facts({c: v for c, v in selected.items() if c not in facts}))
         facts.update(self.settings.derive(self.global_facts(facts)))
         facts.update(lone_ranks(complemented(facts), self.ranks))
         facts.update(self.aliased(record, facts))
@@ -218,8 +223,9 @@ class RoundContext:
     ) -> dict[Cond, Any]:
         """What holds on entry to `record` from this call: facts on `self` when the receiver
         is the caller's own `self`, the callee class's invariants, constant parameters."""
-        facts: dict[Cond, Any] = {}
-        if call is not None and call.target[:1] in ((SELF,), ("super()",)):
+        on_self = call is not None and call.target[:1] in ((SELF,), ("super()",))
+        facts: dict[Cond, Any] = passed_on(known, on_self)
+        if on_self:
             facts.update(self.self_facts(known, _class_of(record)))
         facts.update(self.global_facts(known))
         facts.update(self.aliased(record, known))

@@ -22,6 +22,7 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from rankguard.analysis.intervals import decided
 from rankguard.model.arguments import Callers, callers
 from rankguard.model.binding import bind
 from rankguard.model.facts import (
@@ -29,10 +30,8 @@ from rankguard.model.facts import (
     Cond,
     assume,
     complemented,
-    evaluate,
     refs,
     rename,
-    truth,
 )
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
@@ -80,18 +79,24 @@ class Settings:
         return {c: v for c, v in cached.items() if c not in known}
 
     def _close(self, settings: dict[Cond, Any]) -> dict[Cond, Any]:
+        """Apply the implications until nothing new follows: forwards (premises hold, so the
+        conclusion does) and backwards (the conclusion fails, every premise but one holds, so
+        that one fails: `elastic EP => pp_size == 1` and `pp_size > 1` give no elastic EP)."""
         for _ in range(_CHAIN_STEPS):
             added = False
             for premises, conclusion in self.implications():
-                if conclusion in settings or not all(
-                    truth(evaluate(c, settings)) is side for c, side in premises
-                ):
-                    continue
-                if truth(evaluate(conclusion, settings)) is False:
-                    continue  # contradicts what the round knows: a check we misread
-                settings.update(complemented(assume(conclusion, True)))
-                settings.setdefault(conclusion, TRUTHY)
-                added = True
+                held = [decided(c, settings) is side for c, side in premises]
+                if all(held):
+                    if conclusion in settings or decided(conclusion, settings) is False:
+                        continue  # known, or contradicts what the round knows: misread
+                    settings.update(complemented(assume(conclusion, True)))
+                    settings.setdefault(conclusion, TRUTHY)
+                    added = True
+                elif held.count(False) == 1 and decided(conclusion, settings) is False:
+                    cond, side = premises[held.index(False)]
+                    if decided(cond, settings) is None:
+                        settings.update(complemented(assume(cond, not side)))
+                        added = True
             if not added:
                 break
         return settings
@@ -200,7 +205,7 @@ class Settings:
                 for stmt in walk_statements(record.info.body):
                     for segs in stmt.reads:
                         if _getter_read(segs):
-                            found[segs[2]].add(segs[:2])
+                            found[segs[-1]].add(segs[:-1])
             self._readers = {k: tuple(sorted(v)) for k, v in found.items()}
         return self._readers
 
@@ -296,13 +301,14 @@ def _canonical(cond: Cond, root: str) -> Cond | None:
 
 
 def _getter_read(segs: Segs) -> bool:
-    """`get_schedule().name`: a setting read through a module-level getter (not a builtin's
-    result such as `getattr(x, n).device`)."""
+    """`get_schedule().name`, or `get_exec().moe.name` (a settings group): a setting read
+    through a module-level getter (not a builtin's result such as `getattr(x, n).device`)."""
     return (
-        len(segs) == 3
+        len(segs) >= 3
         and segs[1] == CALL
         and segs[0] not in NOT_GETTERS
-        and segs[2] not in (CALL, SUBSCRIPT)
+        and CALL not in segs[2:]
+        and SUBSCRIPT not in segs[2:]
     )
 
 
@@ -311,6 +317,6 @@ def _canonical_getters(cond: Cond) -> Cond | None:
     found = list(refs(cond))
     if not found or not all(_getter_read(s) for s in found):
         return None
-    for getter in {s[:2] for s in found}:
-        cond = rename(cond, getter, (SETTING,))
+    for segs in sorted(set(found), key=len, reverse=True):  # a member before its group
+        cond = rename(cond, segs, (SETTING, segs[-1]))
     return cond

@@ -63,6 +63,7 @@ class RankSourceCatalog:
     spans: dict[str, tuple[str, ...]]
     always: dict[str, tuple[str, ...]]
     generators: tuple[Generator, ...]
+    device_identity: frozenset[str]  # the device model's identity: uniform, never a `driver`
     group_suffix: re.Pattern[str]
     _memo: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
     _compiled: list[tuple[str, re.Pattern[str]]] = field(
@@ -104,6 +105,8 @@ class RankSourceCatalog:
     def _classify(self, name: str) -> str | None:
         if self.is_rank_call(name):
             return "rank-id"
+        if any(fnmatch.fnmatchcase(name, p) for p in self.device_identity):
+            return None
         if not self._compiled:
             # One expression per kind: asked for ~240k call sites on a large tree.
             self._compiled.extend(
@@ -185,7 +188,7 @@ class RankSourceCatalog:
     def dimension_of_rank(self, segments: Sequence[str]) -> str | None:
         """The dimension a rank id is of: `tp_rank`, `get_tp_rank`, `tp_group.rank_in_group`,
         `get_tp_group().rank_in_group`; None when it does not say (varies with every group)."""
-        last = segments[-1].lstrip("_")
+        last = segments[-1].lstrip("_").rsplit("_to_", 1)[-1]  # a conversion's result
         if last.startswith("get_"):
             last = last[4:]
         dimension, _rest = self._strip_dimension(last)
@@ -276,6 +279,7 @@ _COPIED = (
     "spans",
     "always",
     "generators",
+    "device_identity",
     "group_suffix",
 )
 
@@ -345,6 +349,7 @@ def parse_rank_sources(data: dict) -> RankSourceCatalog:
             Generator(row["name"], tuple(row["seeds"]), tuple(row["draws"]))
             for row in data.get("generator", [])
         ),
+        device_identity=words(data.get("device", {}), "identity"),
     )
 
 

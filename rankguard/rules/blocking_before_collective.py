@@ -179,8 +179,9 @@ class BlockingBeforeCollective(Rule):
 
 
 def _headline(pairs: list[Pair]) -> Pair:
-    """The first pair whose collective a chain without guessed edges reaches, else the first."""
-    return next((p for p in pairs if not any(hop.weak for hop in p.chain)), pairs[0])
+    """The first pair on a path that needs no round fact to change (`analysis.doubts`), and
+    among those the first whose collective a chain without guessed edges reaches."""
+    return min(pairs, key=lambda p: (bool(p.blocking.doubt), any(hop.weak for hop in p.chain)))
 
 
 def _finding(rule: str, round_name: str, pairs: list[Pair]) -> Finding:

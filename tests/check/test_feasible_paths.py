@@ -92,6 +92,49 @@ def test_reassigned_attributes_give_no_round_fact(tmp_path: Path):
     )
 
 
+def test_a_path_that_needs_the_round_fact_to_change_is_low_confidence(tmp_path: Path):
+    """The loop runs with `mode == NULL`, but `switch` may reassign the mode mid-round, so a
+    DECODE-only branch stays reported: with low confidence, saying which fact must change. A
+    call the loop also reaches on a path that needs no such change keeps its confidence."""
+    findings = _assert_marked(
+        tmp_path,
+        """
+        class Mode:
+            NULL = 0
+            DECODE = 1
+
+        class S:
+            def __init__(self, mode):
+                self.mode = mode
+                self.busy = False
+
+            def switch(self):
+                self.mode = Mode.DECODE
+
+            def drain(self):
+                subprocess.run(["x"])  # expect
+
+            def event_loop_normal(self):
+                while True:
+                    if self.mode == Mode.DECODE:
+                        time.sleep(1)  # expect
+                        self.drain()
+                    if self.busy:
+                        self.drain()
+                    dist.barrier()
+
+        def dispatch(s: S):
+            if s.mode == Mode.NULL:
+                s.event_loop_normal()
+        """,
+        {"rounds": ["*.event_loop_*"]},
+    )
+    by_callee = {f.extra["blocking"]["callee"]: f.extra for f in findings}
+    assert by_callee["time.sleep"]["confidence"] == "low"
+    assert "self.mode" in by_callee["time.sleep"]["confidence_note"]
+    assert by_callee["subprocess.run"]["confidence"] == "high"
+
+
 def test_constant_arguments_and_omitted_defaults(tmp_path: Path):
     _assert_marked(
         tmp_path,
@@ -172,48 +215,7 @@ def test_calling_a_generator_function_runs_nothing(tmp_path: Path):
     assert [f.extra["collective"]["callee"] for f in findings] == ["torch.distributed.all_reduce"]
 
 
-def test_global_settings_copied_by_a_constructor(tmp_path: Path):
-    findings = _assert_marked(
-        tmp_path,
-        """
-        def get_config():
-            return None
-
-        class Grammar:
-            def __init__(self):
-                self.pp_size = get_config().pp_size
-
-            def sync(self):
-                if self.pp_size <= 1:
-                    return
-                torch.cuda.synchronize()  # expect
-
-        class S:
-            def __init__(self):
-                self.grammar = Grammar()
-
-            def event_loop_normal(self):
-                while True:
-                    self.grammar.sync()
-                    dist.barrier()
-
-            def event_loop_pp(self):
-                while True:
-                    self.grammar.sync()
-                    dist.barrier()
-
-        def dispatch(s: S):
-            if get_config().pp_size > 1:
-                s.event_loop_pp()
-            else:
-                s.event_loop_normal()
-        """,
-        {"rounds": ["*.event_loop_*"]},
-    )
-    assert [f.extra["round"].rsplit(".", 1)[-1] for f in findings] == ["event_loop_pp"]
-
-
-_SHARED_NAME = """
+_GRAMMAR_COPIES_A_SETTING = """
     def get_config():
         return None
 
@@ -248,6 +250,11 @@ _SHARED_NAME = """
 """
 
 
+def test_global_settings_copied_by_a_constructor(tmp_path: Path):
+    findings = _assert_marked(tmp_path, _GRAMMAR_COPIES_A_SETTING, {"rounds": ["*.event_loop_*"]})
+    assert [f.extra["round"].rsplit(".", 1)[-1] for f in findings] == ["event_loop_pp"]
+
+
 def test_an_attribute_of_the_same_name_on_an_unrelated_class_does_not_unsettle_it(
     tmp_path: Path,
 ):
@@ -255,7 +262,7 @@ def test_an_attribute_of_the_same_name_on_an_unrelated_class_does_not_unsettle_i
     grammar's copy of the setting."""
     findings = _assert_marked(
         tmp_path,
-        _SHARED_NAME
+        _GRAMMAR_COPIES_A_SETTING
         + """
     class Store:
         def __init__(self):
@@ -296,69 +303,51 @@ def test_an_attribute_of_the_same_name_on_an_unrelated_class_does_not_unsettle_i
     ids=["subclass", "mixin-sibling", "unknown-receiver"],
 )
 def test_a_write_that_may_reach_the_object_unsettles_its_attribute(tmp_path: Path, writer: str):
-    findings = _run(tmp_path, _SHARED_NAME + writer, {"rounds": ["*.event_loop_*"]})[1].findings
+    findings = _run(tmp_path, _GRAMMAR_COPIES_A_SETTING + writer, {"rounds": ["*.event_loop_*"]})[
+        1
+    ].findings
     rounds = sorted(f.extra["round"].rsplit(".", 1)[-1] for f in findings)
     assert rounds == ["event_loop_normal", "event_loop_pp"]
 
 
-def test_a_helper_only_constructors_call_is_part_of_construction(tmp_path: Path):
-    """`self._init_mode()` called only from `__init__` sets the mode once, like `__init__`."""
+_MODE_SET_BY_A_HELPER = """
+    class Mode:
+        NULL = 0
+        DECODE = 1
+
+    class S:
+        def __init__(self, mode):
+            self._init_mode(mode)
+
+        def _init_mode(self, mode):
+            self.mode = mode
+    {later}
+        def event_loop_normal(self):
+            while True:
+                if self.mode == Mode.DECODE:
+                    time.sleep(1){marker}
+                dist.barrier()
+
+    def dispatch(s: S):
+        if s.mode == Mode.NULL:
+            s.event_loop_normal()
+"""
+
+
+@pytest.mark.parametrize(
+    ("later", "marker"),
+    [
+        ("", ""),  # `self._init_mode()` only from `__init__`: part of construction
+        ("\n        def switch(self):\n            self._init_mode(Mode.DECODE)\n", "  # expect"),
+    ],
+    ids=["only-constructors-call-it", "also-called-later"],
+)
+def test_a_helper_only_constructors_call_is_part_of_construction(
+    tmp_path: Path, later: str, marker: str
+):
     _assert_marked(
         tmp_path,
-        """
-        class Mode:
-            NULL = 0
-            DECODE = 1
-
-        class S:
-            def __init__(self, mode):
-                self._init_mode(mode)
-
-            def _init_mode(self, mode):
-                self.mode = mode
-
-            def event_loop_normal(self):
-                while True:
-                    if self.mode == Mode.DECODE:
-                        time.sleep(1)
-                    dist.barrier()
-
-        def dispatch(s: S):
-            if s.mode == Mode.NULL:
-                s.event_loop_normal()
-        """,
-        {"rounds": ["*.event_loop_*"]},
-    )
-
-
-def test_a_helper_also_called_later_is_not_construction(tmp_path: Path):
-    _assert_marked(
-        tmp_path,
-        """
-        class Mode:
-            NULL = 0
-            DECODE = 1
-
-        class S:
-            def __init__(self, mode):
-                self._init_mode(mode)
-
-            def _init_mode(self, mode):
-                self.mode = mode
-
-            def switch(self):
-                self._init_mode(Mode.DECODE)
-
-            def event_loop_normal(self):
-                while True:
-                    if self.mode == Mode.DECODE:
-                        time.sleep(1)  # expect
-                    dist.barrier()
-
-        def dispatch(s: S):
-            if s.mode == Mode.NULL:
-                s.event_loop_normal()
-        """,
+        _MODE_SET_BY_A_HELPER.format(later=later, marker=marker),
         {"rounds": ["*.event_loop_*"]},
     )
 
@@ -624,6 +613,68 @@ def test_what_the_configuration_validation_asserts_holds_in_the_round(
         VALIDATED.format(guard=guard, overlap=overlap),
         {"rounds": ["*.event_loop_pp"]},
     )
+
+
+def test_what_the_validation_asserts_holds_backwards_too(tmp_path: Path):
+    """`if cfg.elastic_ep_backend is not None: assert cfg.pp_size == 1`: the pipeline loop
+    (`pp_size > 1`) therefore runs without elastic EP, which a runner reads through a nested
+    settings group (`get_exec().moe.elastic_ep_backend`) and keeps as `self.elastic`. The
+    normal loop knows nothing of elastic EP and keeps the branch."""
+    findings = _assert_marked(
+        tmp_path,
+        """
+        class Moe:
+            def __init__(self):
+                self.elastic_ep_backend = None
+
+        class Exec:
+            def __init__(self):
+                self.moe = Moe()
+                self.pp_size = 1
+
+        _CFG = Exec()
+
+        def get_exec() -> Exec:
+            return _CFG
+
+        def validate(cfg):
+            if cfg.elastic_ep_backend is not None:
+                assert cfg.pp_size == 1, "PP size should be 1 under elastic EP"
+
+        def start():
+            validate(_CFG)
+
+        class Runner:
+            def __init__(self):
+                self.elastic = get_exec().moe.elastic_ep_backend is not None
+
+            def forward(self):
+                if self.elastic:
+                    time.sleep(1)  # expect
+
+        class S:
+            def __init__(self):
+                self.runner = Runner()
+
+            def event_loop_normal(self):
+                while True:
+                    self.runner.forward()
+                    dist.barrier()
+
+            def event_loop_pp(self):
+                while True:
+                    self.runner.forward()
+                    dist.barrier()
+
+        def run(s: S):
+            if get_exec().pp_size > 1:
+                s.event_loop_pp()
+            else:
+                s.event_loop_normal()
+        """,
+        {"rounds": ["*.event_loop_*"]},
+    )
+    assert [f.extra["round"].rsplit(".", 1)[-1] for f in findings] == ["event_loop_normal"]
 
 
 def test_a_receiver_of_known_class_runs_its_own_overrides(tmp_path: Path):

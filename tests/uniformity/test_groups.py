@@ -206,15 +206,18 @@ def test_a_broadcast_from_roots_that_may_not_have_taken_the_earlier_one_does_not
 
 
 def test_a_rank_read_from_a_local_group_handle_is_of_that_groups_dimension(program_of) -> None:
+    # What the local is bound to says more than its name (sglang: `tp_group =
+    # get_attn_tp_group()` before `if tp_group.rank_in_group == 0:`).
     code = GROUPS + (
         "class S:\n"
         "    def event_loop(self):\n"
         "        while True:\n"
-        "            tp = get_attn_tp_group()\n"
-        "            if tp.rank_in_group == 0:\n"
+        "            {name} = get_attn_tp_group()\n"
+        "            if {name}.rank_in_group == 0:\n"
         "                dist.barrier(group=get_attn_cp_group().cpu_group)\n"
     )
-    assert run(program_of, code) == []
+    assert run(program_of, code.format(name="tp")) == []
+    assert run(program_of, code.format(name="tp_group")) == []
 
 
 def test_a_value_skipped_only_in_a_group_of_one_rank_is_agreed_over_it(program_of) -> None:
@@ -324,3 +327,91 @@ def test_an_answer_that_may_still_be_none_is(program_of) -> None:
     found = run(program_of, code)
     assert lines(found) == [code.count("\n")]
     assert found[0].sources[0][0].kind == "time"
+
+
+# A conversion named for the rank it returns returns a rank of that dimension, however it is
+# computed (sglang: `physical_ep_rank_to_dp_rank(tp_rank + offset, attn_tp_size * attn_cp_size)`,
+# the attention-DP replica of an expert-parallel rank).
+CONVERTED = GROUPS + (
+    "def physical_rank_to_attn_dp_rank(rank, width):\n"
+    "    return rank // width\n\n"
+    "class S:\n"
+    "    def event_loop(self):\n"
+    "        while True:\n"
+    "            slot = physical_rank_to_attn_dp_rank(get_tp_rank(), 4)\n"
+    "            if slot == 0:\n"
+    "                dist.barrier(group={group}().cpu_group)\n"
+)
+
+
+def test_a_rank_converted_by_name_is_a_rank_of_that_dimension(program_of) -> None:
+    assert run(program_of, CONVERTED.format(group="get_dp_tp_group")) == []
+    code = CONVERTED.format(group="get_tp_group")
+    found = run(program_of, code)
+    assert lines(found) == [code.count("\n")]
+    assert found[0].sources[0][0].dimension == "attn_dp"
+
+
+# Two `if`s on the same unchanged test take the same side (sglang's `recv_tensor_dict`: with
+# `use_all_gather`, each rank receives its own slice, then the group gathers the whole tensor;
+# without, it receives the whole tensor). Joined path-insensitively, the slice this rank took
+# would survive the gather.
+SLICED = GROUPS + (
+    "class S:\n"
+    "    def __init__(self, size):\n"
+    "        self.size = size\n\n"
+    "    def event_loop(self):\n"
+    "        while True:\n"
+    "            tp = get_attn_tp_group()\n"
+    "            use = self.size > 1\n"
+    "            t = torch.empty(8)\n"
+    "            if use:\n"
+    "                t = t.reshape(2, -1)[tp.rank_in_group]\n"
+    "            dist.recv(t, src=0)\n"
+    "            if {again}:\n"
+    "                whole = torch.empty(8)\n"
+    "                dist.all_gather_into_tensor(whole, t, group=tp.cpu_group)\n"
+    "                t = whole\n"
+    "            if t.sum() > 0:\n"
+    "                dist.barrier(group=tp.cpu_group)\n"
+)
+
+
+def test_a_test_taken_again_takes_the_same_side(program_of) -> None:
+    assert run(program_of, SLICED.format(again="use")) == []
+
+
+def test_a_different_test_may_take_the_other_side(program_of) -> None:
+    code = SLICED.format(again="self.size > 2")
+    assert lines(run(program_of, code)) == [code.count("\n")]
+
+
+# The device model's identity (its compute capability) is the same on every rank of a group;
+# what the device holds now (its free memory) is this rank's own.
+DEVICE = (
+    "import pynvml\n\n"
+    + GROUPS
+    + (
+        "class S:\n"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            handle = pynvml.nvmlDeviceGetHandleByIndex(0)\n"
+        "            if {test}:\n"
+        "                dist.barrier(group=get_tp_group().cpu_group)\n"
+    )
+)
+
+
+def test_the_device_models_identity_is_the_same_on_every_rank(program_of) -> None:
+    assert (
+        run(
+            program_of,
+            DEVICE.format(test="pynvml.nvmlDeviceGetCudaComputeCapability(handle)[0] >= 9"),
+        )
+        == []
+    )
+
+
+def test_what_the_device_holds_now_is_this_ranks_own(program_of) -> None:
+    code = DEVICE.format(test="pynvml.nvmlDeviceGetMemoryInfo(handle).free > 1")
+    assert lines(run(program_of, code)) == [code.count("\n")]

@@ -27,7 +27,7 @@ from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.reach import followed
 from rankguard.analysis.uniformity.agreement import Agreement
 from rankguard.analysis.uniformity.answers import Answers, constant_of
-from rankguard.analysis.uniformity.branches import after_if
+from rankguard.analysis.uniformity.branches import Sides
 from rankguard.analysis.uniformity.collectives import CollectiveCalls
 from rankguard.analysis.uniformity.lattice import (
     MAX_STEPS,
@@ -106,6 +106,7 @@ class Walker:
         # root takes left them, beside what the join made of them (`roots.py`).
         self.agreement = Agreement(flow.calls, flow.sources_catalog, record, self.out, self.step)
         self.roots = RootViews(flow.sources_catalog, flow.calls, record, self.agreement.over)
+        self.sides = Sides(self.roots, flow.none_only)  # what reaches past an `if`
 
     def step(self, line: int, text: str) -> Step:
         return Step(self.fn, self.record.path, line, text)
@@ -114,12 +115,14 @@ class Walker:
         return Source(kind, text, self.fn, self.record.path, line, dimension)
 
     def rank_source(self, segments: Segs, line: int) -> Source:
-        """A rank id, of the dimension its name says, or its owner's group (`tp.rank_in_group`
-        after `tp = get_attn_tp_group()`)."""
-        dimension = self.catalog.dimension_of_rank(segments) or ""
-        if not dimension and len(segments) > 1:
-            owners = self.f.calls.ref_groups(self.record, segments[:-1])
-            dimension = next(iter(owners)) if len(owners) == 1 else ""
+        """A rank id, of the dimension its name says, else its owner's group, by what a local
+        is bound to before its name (`tp_group.rank_in_group` after `tp_group =
+        get_attn_tp_group()`)."""
+        dimension = self.catalog.dimension_of_rank(segments[-1:])
+        owners = self.f.calls.ref_groups(self.record, segments[:-1]) if not dimension else set()
+        if len(owners) == 1:
+            dimension = next(iter(owners))
+        dimension = dimension or self.catalog.dimension_of_rank(segments) or ""
         return self.source("rank-id", segs_text(segments), line, dimension)
 
     # -- entry ----------------------------------------------------------------------------
@@ -159,12 +162,7 @@ class Walker:
             labels = self.value(stmt, env)
             self.out.conditions[id(stmt)] = labels
             with self.answers.deciding(stmt, labels):
-                branches = [self.block(b, dict(env)) for b in stmt.blocks] or [env]
-            if (kind == "if" and len(stmt.blocks) < 2) or kind == "match":
-                branches.append(env)
-            if kind == "if":
-                return after_if(stmt, branches, self.roots, self.f.none_only)
-            return join(branches)
+                return self.sides.walk(stmt, env, self.block)
         if kind == "loop":
             labels = self.value(stmt, env)
             self.out.conditions[id(stmt)] = labels
@@ -261,8 +259,11 @@ class Walker:
         names = targets or [segs_text(call.target)]
         result: Labels = {}
         kind = catalog.kind_of_call(names)
+        named: Source | None = None  # a rank id its name gives a dimension
         if kind == "rank-id":
-            result[self.rank_source(call.target, call.line)] = ()
+            rank = self.rank_source(call.target, call.line)
+            result[rank] = ()
+            named = rank if rank.dimension else None
         elif kind is not None:
             drawn = catalog.generator_drawn(names) if kind == "random" else ""
             source = self.source(kind, call.text + "()", call.line)
@@ -285,6 +286,8 @@ class Walker:
                 continue
             if operand.keyword not in catalog.placement_keywords:  # placement is not data
                 operands.append((operand, labels))
+        if named is not None:
+            return result  # named by its dimension: that is what it is, however computed
         seeded = catalog.generator_seeded(names)
         if seeded:  # what seeds a generator decides whether its draws agree (`flow.seeded`)
             merge(self.out.seeds.setdefault(seeded, {}), union(labels for _o, labels in operands))

@@ -1,0 +1,72 @@
+"""Paths a round takes only if a fact it is chosen under stops holding mid-round.
+
+`if s.mode == Mode.NULL: s.event_loop_normal()` chooses the loop with `self.mode` NULL. Where
+some method may reassign `mode` after construction (`analysis.stability`), the fact cannot cut
+a branch (`if self.mode == Mode.DECODE:` stays walked: the mode may have changed), but such a
+branch needs the change: a finding behind it is reported with low confidence, saying which fact
+must stop holding. The dropped ("shaky") facts ride along the walk beside the trusted ones, on
+`self` calls only, like the trusted facts on `self`; a path that took such a branch carries the
+doubt into every call it makes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rankguard.analysis.blocking_types import BlockingCall, Key, copied
+from rankguard.model.facts import Cond, contradicts, refs
+from rankguard.model.records import FunctionRecord
+from rankguard.summary.ir import Segs, Stmt, segs_text
+
+DOUBT: Cond = ("doubt",)
+_SHAKY = "shaky"
+
+
+def shaky_facts(facts: Mapping[Cond, Any]) -> dict[Cond, Any]:
+    """Facts the round is chosen under but cannot trust, as entries of the walk's facts."""
+    return {(_SHAKY, cond): value for cond, value in facts.items()}
+
+
+def passed_on(known: Mapping[Cond, Any], on_self: bool) -> dict[Cond, Any]:
+    """What a callee inherits: the doubt always, shaky facts through a call on `self`."""
+    out = {k: v for k, v in known.items() if on_self and k[0] == _SHAKY}
+    if DOUBT in known:
+        out[DOUBT] = known[DOUBT]
+    return out
+
+
+def forget_shaky(known: Mapping[Cond, Any], target: Segs) -> Mapping[Cond, Any]:
+    """Shaky facts on an attribute the path assigns no longer hold (`model.facts.forget`)."""
+    size = len(target)
+    stale = [k for k in known if k[0] == _SHAKY and any(s[:size] == target for s in refs(k[1]))]
+    return {k: v for k, v in known.items() if k not in stale} if stale else known
+
+
+def doubt(stmt: Stmt, positive: bool, known: Mapping[Cond, Any], record: FunctionRecord) -> str:
+    """Why taking this side of `stmt` needs a shaky fact to stop holding ("" if it does not)."""
+    if DOUBT in known:
+        return ""  # the path is in doubt already: the first reason stands
+    shaky = {k[1]: v for k, v in known.items() if k[0] == _SHAKY}
+    if not shaky or not contradicts(stmt.cond, positive, shaky):
+        return ""
+    names = sorted({segs_text(s) for c in shaky for s in refs(c) if s[0] == "self"})
+    side = "" if positive else "the other side of "
+    return (
+        f"reached through {side}`{stmt.text}` ({record.path}:{stmt.line}), which runs only if "
+        f"{', '.join(f'`{n}`' for n in names)} changes during the round: the round is chosen "
+        "otherwise, and the attribute is reassigned after construction"
+    )
+
+
+def doubted(
+    calls: Mapping[Key, BlockingCall], known: Mapping[Cond, Any]
+) -> dict[Key, BlockingCall]:
+    """Blocking calls met on this path, each at low confidence if the path is in doubt."""
+    reason = known.get(DOUBT)
+    if not reason:
+        return dict(calls)
+    return {
+        key: copied(call, confidence="low", note=reason, doubt=reason)
+        for key, call in calls.items()
+    }
