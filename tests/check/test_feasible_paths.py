@@ -163,6 +163,39 @@ def test_constant_arguments_and_omitted_defaults(tmp_path: Path):
     )
 
 
+def test_a_call_in_a_conditional_expression_runs_only_on_its_side(tmp_path: Path):
+    """`x if no_copy else x.tolist()` copies only when `no_copy` is false, and `quiet or
+    torch.cuda.synchronize()` syncs only when `quiet` is: a side the facts exclude is not
+    walked, while the side they allow (or do not decide) still is."""
+    _assert_marked(
+        tmp_path,
+        """
+        def rows(x, no_copy=False):
+            return x if no_copy else x.tolist()
+
+        class S:
+            def __init__(self, quiet):
+                self.quiet = quiet
+
+            def event_loop_normal(self):
+                while True:
+                    t = torch.ones(2, device="cuda")
+                    rows(t, no_copy=True)
+                    self.quiet or torch.cuda.synchronize()
+                    self.quiet and time.sleep(1)  # expect
+                    dist.barrier()
+
+            def offline(self):
+                rows(torch.ones(2, device="cuda"))
+
+        def dispatch(s: S):
+            if s.quiet:
+                s.event_loop_normal()
+        """,
+        {"rounds": ["*.event_loop_*"]},
+    )
+
+
 def test_asserts_cut_paths(tmp_path: Path):
     _assert_marked(
         tmp_path,
