@@ -165,3 +165,44 @@ def test_a_later_write_keeps_the_branch_direct(tmp_path: Path, case: str):
     )
     _code, result = _run(tmp_path, body, {"rounds": ["*.event_loop_*"]})
     assert [f.extra["blocking"]["callee"] for f in result.findings] == ["time.sleep"], body
+
+
+_ASSERTED = """
+class Mode:
+    NULL = 0
+    DECODE = 1
+
+class Base:
+    def __init__(self, mode):
+        self.mode = mode
+        assert self.mode == Mode.NULL
+{more}
+    def event_loop_normal(self):
+        while True:
+            if self.mode == Mode.DECODE:
+                time.sleep(1)
+            dist.barrier()
+{sub}
+"""
+
+ASSERTED = {
+    # a construction helper run after the assert changes what it checked
+    "helper-after-assert": (
+        "        self._upgrade()\n\n    def _upgrade(self):\n        self.mode = Mode.DECODE\n",
+        "",
+    ),
+    # a subclass's constructor runs after the base's assert
+    "subclass-constructor": (
+        "",
+        "\nclass Decode(Base):\n    def __init__(self):\n        super().__init__(Mode.NULL)\n"
+        "        self.mode = Mode.DECODE\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ASSERTED))
+def test_a_constructors_assert_is_undone_later_in_construction(tmp_path: Path, case: str):
+    more, sub = ASSERTED[case]
+    body = _ASSERTED.replace("{more}", more).replace("{sub}", sub)
+    _code, result = _run(tmp_path, body, {"rounds": ["*.event_loop_*"]})
+    assert [f.extra["blocking"]["callee"] for f in result.findings] == ["time.sleep"], body
