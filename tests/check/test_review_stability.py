@@ -48,6 +48,13 @@ CASES = {
         "",
         "",
     ),
+    # a partial of the helper, called later
+    "partial": (
+        "",
+        "\n    def switch(self):\n        f = functools.partial(self._init_mode, Mode.DECODE)\n"
+        "        f()\n",
+        "",
+    ),
     "setattr": ("", "\n    def switch(self):\n        setattr(self, 'mode', Mode.DECODE)\n", ""),
     "object-setattr": (
         "",
