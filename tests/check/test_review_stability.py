@@ -213,3 +213,32 @@ def test_a_constructors_assert_is_undone_later_in_construction(tmp_path: Path, c
     body = _ASSERTED.replace("{more}", more).replace("{sub}", sub)
     _code, result = _run(tmp_path, body, {"rounds": ["*.event_loop_*"]})
     assert [f.extra["blocking"]["callee"] for f in result.findings] == ["time.sleep"], body
+
+
+_CLASS_ATTRIBUTE = """
+class Mode:
+    NULL = 0
+    DECODE = 1
+
+class S:
+    mode = Mode.NULL
+
+    def switch(self):
+        type(self).mode = Mode.DECODE
+
+    def event_loop_normal(self):
+        while True:
+            if self.mode == Mode.DECODE:
+                time.sleep(1)
+            dist.barrier()
+
+def dispatch(s: S):
+    if s.mode == Mode.NULL:
+        s.event_loop_normal()
+"""
+
+
+def test_a_class_attribute_set_through_type_of_self(tmp_path: Path):
+    """`type(self).mode = ...` is an external call's result to the model, yet it is `S`."""
+    _code, result = _run(tmp_path, _CLASS_ATTRIBUTE, {"rounds": ["*.event_loop_*"]})
+    assert [f.extra["blocking"]["callee"] for f in result.findings] == ["time.sleep"]
