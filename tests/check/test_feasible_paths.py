@@ -640,13 +640,9 @@ def test_what_the_configuration_validation_asserts_holds_in_the_round(
 
 
 _ELASTIC_EP_VALIDATED = """
-    class Moe:
-        def __init__(self):
-            self.elastic_ep_backend = None
-
     class Exec:
         def __init__(self):
-            self.moe = Moe()
+            self.elastic_ep_backend = None
             self.pp_size = 1
 
     _CFG = Exec()
@@ -663,7 +659,7 @@ _ELASTIC_EP_VALIDATED = """
 
     class Runner:
         def __init__(self):
-            self.elastic = get_exec().moe.elastic_ep_backend is not None
+            self.elastic = get_exec().elastic_ep_backend is not None
 
         def forward(self):
             if self.elastic:
@@ -673,8 +669,8 @@ _ELASTIC_EP_VALIDATED = """
 
 def test_what_the_validation_asserts_holds_backwards_too(tmp_path: Path):
     """`if cfg.elastic_ep_backend is not None: assert cfg.pp_size == 1`: the pipeline loop
-    (`pp_size > 1`) therefore runs without elastic EP, which a runner reads through a nested
-    settings group (`get_exec().moe.elastic_ep_backend`) and keeps as `self.elastic`. The
+    (`pp_size > 1`) therefore runs without elastic EP, which a runner reads through a getter
+    (`get_exec().elastic_ep_backend`) and keeps as `self.elastic`. The
     normal loop knows nothing of elastic EP and keeps the branch."""
     findings = _assert_marked(
         tmp_path,

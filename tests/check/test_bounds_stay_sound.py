@@ -1,4 +1,4 @@
-"""Review fixtures (issue #13): integer bounds and lone ranks must not cut a feasible path."""
+"""integer bounds and lone ranks must not cut a feasible path."""
 
 from __future__ import annotations
 

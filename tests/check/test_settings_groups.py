@@ -1,4 +1,4 @@
-"""Review fixtures (issue #13): a nested settings group's field is not the top-level setting of
+"""a nested settings group's field is not the top-level setting of
 the same name (a draft model's own parallelism)."""
 
 from __future__ import annotations
