@@ -1,4 +1,4 @@
-"""integer bounds and lone ranks must not cut a feasible path."""
+"""Integer bounds and lone ranks must not cut a feasible path."""
 
 from __future__ import annotations
 

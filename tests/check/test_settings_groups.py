@@ -1,4 +1,4 @@
-"""a nested settings group's field is not the top-level setting of
+"""A nested settings group's field is not the top-level setting of
 the same name (a draft model's own parallelism)."""
 
 from __future__ import annotations

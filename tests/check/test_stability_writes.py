@@ -1,4 +1,4 @@
-"""writes that land on the round's object after construction must
+"""Writes that land on the round's object after construction must
 unsettle the fact the round is chosen under. Each case expects the DECODE-only sleep reported
 (low confidence is fine); a missing finding means a feasible path was cut."""
 
