@@ -245,7 +245,9 @@ class Walk:
         advance: bool = False,
     ) -> State:
         for call in calls:
-            if not call.deferred:
+            # A call on a side of `x if c else y` (or past `a and`) the facts exclude: not run.
+            excluded = any(self.a.infeasible(c, side, state.known) for c, side in call.under)
+            if not call.deferred and not excluded:
                 state = self.call(call, calls, state, guards, cadence, advance)
         return state
 

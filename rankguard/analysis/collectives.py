@@ -84,7 +84,7 @@ class Event:
 
 Found = tuple[tuple[Event, ...], frozenset[str]]  # events, functions the result was cut at
 # What a function's called parameters hold on the path that entered it: (name, callables).
-Binding = frozenset[tuple[str, frozenset[str]]]
+FrozenBinding = frozenset[tuple[str, frozenset[str]]]
 
 
 class CollectiveReach:
@@ -93,7 +93,7 @@ class CollectiveReach:
     def __init__(self, program: Program, catalog: CollectiveCatalog) -> None:
         self.program = program
         self.catalog = catalog
-        self._memo: dict[tuple[str, Binding], list[Found]] = {}
+        self._memo: dict[tuple[str, FrozenBinding], list[Found]] = {}
         self.passed = PassedCallables(program)
 
     def events_under(self, name: str) -> tuple[Event, ...]:
@@ -127,7 +127,7 @@ class CollectiveReach:
         record: FunctionRecord,
         calls: Sequence[CallSite],
         stack: frozenset[str],
-        binding: Binding = frozenset(),
+        binding: FrozenBinding = frozenset(),
     ) -> Found:
         events: dict[tuple[object, ...], Event] = {}
         cut: set[str] = set()
@@ -160,7 +160,9 @@ class CollectiveReach:
                         events.setdefault(event.key, event)
         return tuple(events.values()), frozenset(cut)
 
-    def _under(self, name: str, stack: frozenset[str], binding: Binding = frozenset()) -> Found:
+    def _under(
+        self, name: str, stack: frozenset[str], binding: FrozenBinding = frozenset()
+    ) -> Found:
         for found in self._memo.get((name, binding), ()):
             if found[1] <= stack:  # computed under cuts that are all on the stack again
                 return found

@@ -107,8 +107,8 @@ class RoundContext:
 
     def aliases_of(self, record: FunctionRecord) -> dict[tuple[str, ...], tuple[str, ...]]:
         """Settings a constructor of the method's class copies to `self` (getter -> attribute)."""
-        cls = f"{record.module}.{record.info.cls}" if record.info.cls else ""
-        if cls not in self.program.classes:
+        cls = _class_of(record)
+        if cls is None or cls not in self.program.classes:
             return {}
         cached = self._aliases.get(cls)
         if cached is None:
@@ -129,13 +129,13 @@ class RoundContext:
         """`self.x = <expression>` set once, unconditionally, by the constructors of the
         method's class (`self.enable_overlap = not get_config().disable_overlap`): what the
         settings decide of the expression, they decide of the attribute."""
-        cls = f"{record.module}.{record.info.cls}" if record.info.cls else ""
-        if cls not in self.program.classes:
+        cls = _class_of(record)
+        if cls is None or cls not in self.program.classes:
             return {}
         cached = self._computed.get(cls)
         if cached is None:
             seen: dict[Segs, Cond | None] = {}
-            for owner in self._related(cls):
+            for owner in sorted(self.stability.related(cls)):
                 for name in CONSTRUCTORS:
                     method = self.program.classes[owner].methods.get(name)
                     body = self.program.functions[method].info.body if method else ()
@@ -151,26 +151,12 @@ class RoundContext:
             self._computed[cls] = cached
         return cached
 
-    def _related(self, cls: str) -> list[str]:
-        """The class's MRO and every class derived from it: a subclass's constructor may set
-        the attribute again on the same object."""
-        found = list(self.program.mro(cls))
-        work = [cls]
-        while work:
-            for sub in sorted(self.program.subclasses.get(work.pop(), ())):
-                if sub not in found:
-                    found.append(sub)
-                    work.append(sub)
-        return found
-
     # -- class invariants ----------------------------------------------------------------------
     def invariants(self, record: FunctionRecord) -> dict[Cond, Any]:
         """What a constructor of the method's class (or a base) asserts about `self`, where it
         stays true."""
-        if record.info.cls is None:
-            return {}
-        cls = f"{record.module}.{record.info.cls}"
-        if cls not in self.program.classes:
+        cls = _class_of(record)
+        if cls is None or cls not in self.program.classes:
             return {}
         cached = self._invariants.get(cls)
         if cached is None:
@@ -180,9 +166,15 @@ class RoundContext:
                     method = self.program.classes[owner].methods.get(name)
                     if method is None:
                         continue
-                    for stmt in self.program.functions[method].info.body:
+                    body = self.program.functions[method].info.body
+                    for index, stmt in enumerate(body):
                         if stmt.kind == "expr" and stmt.cond:
-                            cached.update(self.self_facts(assume(stmt.cond, True), cls))
+                            facts = self.self_facts(assume(stmt.cond, True), cls)
+                            cached.update(
+                                (c, v)
+                                for c, v in facts.items()
+                                if self.stability.kept_after(cls, method, body[index + 1 :], c)
+                            )
             self._invariants[cls] = cached
         return cached
 
@@ -213,7 +205,8 @@ class RoundContext:
         facts = {c: v for c, v in selected.items() if c in trusted or not rooted(c, SELF)}
         facts.update(shaky_facts({c: v for c, v in selected.items() if c not in facts}))
         facts.update(self.settings.derive(self.global_facts(facts)))
-        facts.update(lone_ranks(complemented(facts), self.ranks))
+        ranks = lone_ranks(complemented(facts), self.ranks)
+        facts.update((c, v) for c, v in ranks.items() if self.stable(c, _class_of(record)))
         facts.update(self.aliased(record, facts))
         facts.update(self.invariants(record))
         return facts

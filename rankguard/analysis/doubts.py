@@ -67,6 +67,11 @@ def doubted(
     if not reason:
         return dict(calls)
     return {
-        key: copied(call, confidence="low", note=reason, doubt=reason)
+        key: copied(
+            call,
+            confidence="low",
+            note=f"{reason}; {call.note}" if call.note else reason,
+            doubt=reason,
+        )
         for key, call in calls.items()
     }

@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rankguard.analysis.intervals import comparison
 from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.model.facts import Cond, truth
 from rankguard.summary.ir import CALL
-
-_MIRRORED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
 def lone_ranks(facts: Mapping[Cond, Any], catalog: RankSourceCatalog) -> dict[Cond, Any]:
@@ -36,19 +35,13 @@ def lone_ranks(facts: Mapping[Cond, Any], catalog: RankSourceCatalog) -> dict[Co
 
 
 def _size_of_one(cond: Cond, value: Any) -> tuple[str, ...] | None:
-    """The reference a fact says is at most 1 (`x <= 1`, `x < 2`, `x == 1` truthy; `x` = 1)."""
+    """The reference a fact says is exactly 1 (`x == 1`, `x <= 1`, `x < 2` truthy, `x` = 1):
+    a size of 0 or less is a sentinel (`world_size <= 0`: take it from the environment), not
+    a group of one."""
     if cond[0] == "ref":
-        exact = isinstance(value, int) and not isinstance(value, bool) and value <= 1
-        return cond[1] if exact else None
-    if cond[0] != "cmp" or len(cond[1]) != 1 or truth(value) is not True:
+        return cond[1] if value == 1 and not isinstance(value, bool) else None
+    compared = comparison(cond)
+    if compared is None or truth(value) is not True:
         return None
-    op, (left, right) = cond[1][0], cond[2]
-    if left[0] == "const" and right[0] == "ref":
-        op, left, right = _MIRRORED[op], right, left
-    if left[0] != "ref" or right[0] != "const":
-        return None
-    bound = right[1]
-    if not isinstance(bound, int) or isinstance(bound, bool):
-        return None
-    limit = {"<=": 1, "==": 1, "<": 2}.get(op)
-    return left[1] if limit is not None and bound <= limit else None
+    name, op, bound = compared
+    return name[1] if (op, bound) in (("==", 1), ("<=", 1), ("<", 2)) else None

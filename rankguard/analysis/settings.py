@@ -205,7 +205,7 @@ class Settings:
                 for stmt in walk_statements(record.info.body):
                     for segs in stmt.reads:
                         if _getter_read(segs):
-                            found[segs[-1]].add(segs[:-1])
+                            found[segs[2]].add(segs[:2])
             self._readers = {k: tuple(sorted(v)) for k, v in found.items()}
         return self._readers
 
@@ -301,14 +301,15 @@ def _canonical(cond: Cond, root: str) -> Cond | None:
 
 
 def _getter_read(segs: Segs) -> bool:
-    """`get_schedule().name`, or `get_exec().moe.name` (a settings group): a setting read
-    through a module-level getter (not a builtin's result such as `getattr(x, n).device`)."""
+    """`get_schedule().name`: a setting read through a module-level getter (not a builtin's
+    result such as `getattr(x, n).device`). A settings group's field (`get_exec().moe.name`)
+    is not taken: groups repeat field names, and by name alone one group's `name` would be
+    taken for another's."""
     return (
-        len(segs) >= 3
+        len(segs) == 3
         and segs[1] == CALL
         and segs[0] not in NOT_GETTERS
-        and CALL not in segs[2:]
-        and SUBSCRIPT not in segs[2:]
+        and segs[2] not in (CALL, SUBSCRIPT)
     )
 
 
@@ -317,6 +318,6 @@ def _canonical_getters(cond: Cond) -> Cond | None:
     found = list(refs(cond))
     if not found or not all(_getter_read(s) for s in found):
         return None
-    for segs in sorted(set(found), key=len, reverse=True):  # a member before its group
-        cond = rename(cond, segs, (SETTING, segs[-1]))
+    for getter in {s[:2] for s in found}:
+        cond = rename(cond, getter, (SETTING,))
     return cond

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from rankguard.analysis.intervals import MIRRORED
 from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.model.facts import Cond, leaf_facts
-
-_MIRRORED = {"==": "==", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
 
 def peer_facts(cond: Cond, catalog: RankSourceCatalog) -> dict[Cond, Any]:
@@ -31,7 +30,7 @@ def _decided(cond: Cond, catalog: RankSourceCatalog) -> bool | None:
         return None
     op, (left, right) = cond[1][0], cond[2]
     if _is_size(right, catalog) and left[0] == "const":
-        op, left, right = _MIRRORED.get(op, ""), right, left
+        op, left, right = MIRRORED.get(op, ""), right, left
     if not (_is_size(left, catalog) and right[0] == "const"):
         return None
     bound = right[1]

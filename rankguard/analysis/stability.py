@@ -18,14 +18,24 @@ methods may run on it are the MROs of those classes (mixin siblings included).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
+from rankguard.model.facts import Cond, refs
 from rankguard.model.program import Program
-from rankguard.summary.ir import CALL, SUBSCRIPT, Segs, walk_statements
+from rankguard.summary.ir import (
+    CALL,
+    SUBSCRIPT,
+    CallSite,
+    Segs,
+    Stmt,
+    walk_calls,
+    walk_statements,
+)
 
 CONSTRUCTORS = frozenset(("__init__", "__post_init__", "__new__"))
 SELF = "self"
 _ANY = None  # a write whose receiver's class the model does not know
+ANY_NAME = "<any attribute>"  # `obj.__dict__[k] = v`, `setattr(obj, name, v)`: any name
 
 
 class Stability:
@@ -38,22 +48,65 @@ class Stability:
         self._related: dict[str, frozenset[str]] = {}
         self._owners: dict[tuple[str, Segs], frozenset[str] | None] = {}
         self._settled: dict[tuple[str | None, str], bool] = {}
+        self._method_names: frozenset[str] | None = None
+        self._built: dict[str, list[tuple[str, str]]] | None = None
 
     def settled(self, cls: str | None, attr: str) -> bool:
         """No function that may run on an object of `cls` assigns `attr` after construction
-        (`cls` None: an object of unknown class, so no write anywhere)."""
+        (`cls` None: an object of unknown class, so no write anywhere). A property is never
+        settled: it computes from state this does not follow."""
         key = (cls, attr)
         found = self._settled.get(key)
         if found is None:
             related = self.related(cls) if cls else None
-            found = True
-            for function, target in self.writes().get(attr, ()):
+            found = attr not in self._methods()
+            writes = self.writes()
+            for function, target in (*writes.get(attr, ()), *writes.get(ANY_NAME, ())):
+                if not found:
+                    break
                 owners = self._owners_of(function, target)
                 if related is None or owners is _ANY or owners & related:
                     found = False
-                    break
             self._settled[key] = found
         return found
+
+    def _methods(self) -> frozenset[str]:
+        if self._method_names is None:
+            self._method_names = frozenset(
+                n for c in self.program.classes.values() for n in c.methods
+            )
+        return self._method_names
+
+    def kept_after(self, cls: str, constructor: str, rest: Sequence[Stmt], cond: Cond) -> bool:
+        """A constructor's assert on `self` still holds once construction ends: nothing after
+        it in that constructor, and no other part of construction (a helper, a subclass's
+        constructor run after `super().__init__()`) writes what it reads."""
+        names = {s[1] for s in refs(cond) if s[0] == SELF and len(s) >= 2}
+        later = {t[1] for stmt in walk_statements(rest) for t in stmt.targets if t[:1] == (SELF,)}
+        if names & later:
+            return False
+        related = self.related(cls)
+        for name in names:
+            for function, owner in self._construction_writes().get(name, ()):
+                if function != constructor and owner in related:
+                    return False
+        return True
+
+    def _construction_writes(self) -> dict[str, list[tuple[str, str]]]:
+        """attribute -> (construction function, its class) for each `self.a = ...` there."""
+        if self._built is None:
+            found: dict[str, list[tuple[str, str]]] = defaultdict(list)
+            for name in sorted(self.construction()):
+                record = self.program.functions[name]
+                if not record.info.cls:
+                    continue
+                owner = f"{record.module}.{record.info.cls}"
+                for stmt in walk_statements(record.info.body):
+                    for target in stmt.targets:
+                        if len(target) >= 2 and target[0] == SELF:
+                            found[target[1]].append((name, owner))
+            self._built = dict(found)
+        return self._built
 
     def table(self) -> tuple[list[tuple[str, str]], list[str]]:
         """What the answers depend on, in a stable order (a key for kept summaries): each
@@ -93,16 +146,22 @@ class Stability:
 
     # -- writes ---------------------------------------------------------------------------------
     def writes(self) -> dict[str, list[tuple[str, Segs]]]:
-        """attribute name -> (function, target) of each assignment that is not the object's own
-        construction (a constructor setting another object's attribute still counts)."""
+        """attribute name -> (function, receiver + name) of each write that is not the object's
+        own construction (a constructor setting another object's attribute still counts).
+
+        A write is an assignment, an item stored into the attribute (`self.flags[k] = v`), a
+        mutating method called on it (`self.queue.append(x)`), or `setattr(obj, "name", v)` /
+        `object.__setattr__(obj, "name", v)`; `obj.__dict__[...] = v` may write any name."""
         if self._writes is None:
             construction = self.construction()
             found: dict[str, list[tuple[str, Segs]]] = defaultdict(list)
             for name in sorted(self.program.functions):
                 record = self.program.functions[name]
                 for stmt in walk_statements(record.info.body):
-                    for target in stmt.targets:
-                        if len(target) < 2 or target[-1] in (CALL, SUBSCRIPT):
+                    targets = [_written(t) for t in stmt.targets]
+                    targets += [_mutated(call) for call in stmt.calls]
+                    for target in targets:
+                        if target is None or len(target) < 2:
                             continue
                         own = len(target) == 2 and target[0] == SELF
                         if own and name in construction:
@@ -121,10 +180,12 @@ class Stability:
         if target[:1] == (SELF,) and len(target) == 2:
             if record.info.cls:
                 owners = frozenset((f"{record.module}.{record.info.cls}",))
-        else:
+        elif target[-1] != ANY_NAME:
+            # Only program instances: an external call's result may be the object itself
+            # (`typing.cast(S, x)`, `weakref.proxy(self)`, `type(self)`).
             values = self.program.evaluate(function, target[:-1])
-            if values and all(v.kind in ("instance", "external") for v in values):
-                owners = frozenset(v.name for v in values if v.kind == "instance")
+            if values and all(v.kind == "instance" for v in values):
+                owners = frozenset(v.name for v in values)
         self._owners[key] = owners
         return owners
 
@@ -134,6 +195,7 @@ class Stability:
         if self._construction is None:
             functions = self.program.functions
             found = {n for n, r in functions.items() if r.info.name in CONSTRUCTORS}
+            found -= self._run_again()
             callers = self._callers()
             candidates = sorted(n for n, r in functions.items() if r.info.cls and n not in found)
             changed = True
@@ -163,10 +225,67 @@ class Stability:
                 for target in resolved.targets:
                     callers[target.name].append((caller, on_self))
         by_name = _method_names(self.program.functions)
-        for name in unresolved:
+        for name in unresolved | self._used_otherwise():
             for method in by_name.get(name, ()):
                 callers.pop(method, None)
         return callers
+
+    def _run_again(self) -> set[str]:
+        """Constructors some method calls explicitly (`self.__init__(...)` in `reset`): their
+        writes happen after construction too."""
+        found: set[str] = set()
+        for caller in sorted(self.program.calls):
+            if self.program.functions[caller].info.name in CONSTRUCTORS:
+                continue
+            for resolved in self.program.calls[caller]:
+                if resolved.call.target[-1:] == ("__init__",):
+                    found.update(t.name for t in resolved.targets)
+        return found
+
+    def _used_otherwise(self) -> set[str]:
+        """Method names used other than by a call: passed or stored as a value (a callback, a
+        dispatch table, `partial(self.m)`), named in `getattr(x, "m")`, or an explicit
+        `x.__init__(...)` (a constructor run again later)."""
+        names: set[str] = set()
+        for record in self.program.functions.values():
+            names.update(ref[-1] for ref, _line in record.info.value_refs if ref)
+            for call in walk_calls(record.info.body):
+                if call.target[-1:] == ("getattr",):
+                    names.update(str(v) for k, v in call.literals if k == "1")
+        return names
+
+
+_MUTATORS = frozenset(
+    (
+        "append", "appendleft", "extend", "extendleft", "insert", "pop", "popleft", "popitem",
+        "remove", "clear", "update", "setdefault", "add", "discard", "sort", "reverse",
+        "__setitem__", "__delitem__", "put", "put_nowait",
+    )
+)  # fmt: skip
+_SETATTR = frozenset(("setattr", "__setattr__"))
+
+
+def _written(target: Segs) -> Segs | None:
+    """What an assignment target writes: `self.a[k] = v` stores into `self.a`."""
+    while target and target[-1] == SUBSCRIPT:
+        target = target[:-1]
+    if not target or target[-1] == CALL:
+        return None
+    if len(target) >= 2 and target[-1] == "__dict__":
+        return (*target[:-1], ANY_NAME)  # `obj.__dict__[k] = v`: any attribute of obj
+    return target
+
+
+def _mutated(call: CallSite) -> Segs | None:
+    """What a call writes: `self.queue.append(x)` changes `self.queue`; `setattr(obj, "a",
+    v)` and `object.__setattr__(obj, "a", v)` set `obj.a` (the receiver unknown here)."""
+    target = call.target
+    if target and target[-1] in _SETATTR:
+        name = next((v for k, v in call.literals if k == "1"), None)
+        return ("<setattr>", str(name) if isinstance(name, str) else ANY_NAME)
+    if len(target) >= 3 and target[-1] in _MUTATORS:
+        return _written(target[:-1])
+    return None
 
 
 def _method_names(functions: Iterable[str]) -> dict[str, list[str]]:

@@ -65,6 +65,9 @@ class CallSite:
     receiver: tuple[Any, ...] = ()
     # Inside a comprehension: each variable in scope with the value tree of what it iterates.
     bound: tuple[tuple[str, Any], ...] = ()
+    # Inside one side of a conditional expression or a later operand of `and`/`or`: the
+    # (condition tree, side) pairs that must hold for the call to run at all.
+    under: tuple[tuple[Any, bool], ...] = ()
 
     def operand(self, keyword: str) -> Operand | None:
         return next((o for o in self.operands if o.keyword == keyword), None)

@@ -45,6 +45,7 @@ class Reads(ast.NodeVisitor):
         self._spans: list[tuple[int, int, int]] = []
         self._deferred = 0
         self._bound: list[tuple[str, Any]] = []  # comprehension variables in scope
+        self._under: list[tuple[Any, bool]] = []  # sides of `x if c else y`, `a and b` taken
 
     def visit_Call(self, node: ast.Call) -> None:
         # Evaluation order: the callee's base, the arguments, then the call itself.
@@ -86,6 +87,7 @@ class Reads(ast.NodeVisitor):
                 tuple(literals),
                 receiver_tree(node.func, reference),
                 tuple(self._bound),
+                tuple(self._under),
             )
         )
         self._spans.append((first_read, len(self.reads), first_call))
@@ -136,6 +138,24 @@ class Reads(ast.NodeVisitor):
                 self.value_refs.append((ref, node.lineno))
         if not isinstance(node, ast.Lambda):
             self.visit(node)
+
+    def visit_IfExp(self, node: ast.IfExp) -> None:
+        """`a if c else b`: the test, then one side, each under the test's value."""
+        self.visit(node.test)
+        test = condition(node.test, reference)
+        for side, part in ((True, node.body), (False, node.orelse)):
+            self._under.append((test, side))
+            self.visit(part)
+            self._under.pop()
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> None:
+        """`a and b`: `b` runs only where `a` is truthy (`or`: falsy)."""
+        side = isinstance(node.op, ast.And)
+        depth = len(self._under)
+        for value in node.values:
+            self.visit(value)
+            self._under.append((condition(value, reference), side))
+        del self._under[depth:]
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
         # The lambda is a function of its own (the builder makes it one); its calls are also

@@ -163,6 +163,39 @@ def test_constant_arguments_and_omitted_defaults(tmp_path: Path):
     )
 
 
+def test_a_call_in_a_conditional_expression_runs_only_on_its_side(tmp_path: Path):
+    """`x if no_copy else x.tolist()` copies only when `no_copy` is false, and `quiet or
+    torch.cuda.synchronize()` syncs only when `quiet` is: a side the facts exclude is not
+    walked, while the side they allow (or do not decide) still is."""
+    _assert_marked(
+        tmp_path,
+        """
+        def rows(x, no_copy=False):
+            return x if no_copy else x.tolist()
+
+        class S:
+            def __init__(self, quiet):
+                self.quiet = quiet
+
+            def event_loop_normal(self):
+                while True:
+                    t = torch.ones(2, device="cuda")
+                    rows(t, no_copy=True)
+                    self.quiet or torch.cuda.synchronize()
+                    self.quiet and time.sleep(1)  # expect
+                    dist.barrier()
+
+            def offline(self):
+                rows(torch.ones(2, device="cuda"))
+
+        def dispatch(s: S):
+            if s.quiet:
+                s.event_loop_normal()
+        """,
+        {"rounds": ["*.event_loop_*"]},
+    )
+
+
 def test_asserts_cut_paths(tmp_path: Path):
     _assert_marked(
         tmp_path,
@@ -215,6 +248,36 @@ def test_calling_a_generator_function_runs_nothing(tmp_path: Path):
     assert [f.extra["collective"]["callee"] for f in findings] == ["torch.distributed.all_reduce"]
 
 
+_TWO_LOOPS = """
+    class S:
+        def __init__(self):
+            self.{member} = {cls}()
+
+        def event_loop_normal(self):
+            while True:
+{calls}
+                dist.barrier()
+
+        def event_loop_pp(self):
+            while True:
+{calls}
+                dist.barrier()
+
+    def dispatch(s: S):
+        if {getter}().pp_size > 1:
+            s.event_loop_pp()
+        else:
+            s.event_loop_normal()
+"""
+
+
+def _two_loops(cls: str, member: str, *methods: str, getter: str = "get_config") -> str:
+    """A scheduler whose normal and pipeline loops both call `self.<member>.<method>()`,
+    the pipeline loop chosen on `<getter>().pp_size > 1`."""
+    calls = "\n".join(f"                self.{member}.{m}()" for m in methods)
+    return _TWO_LOOPS.format(cls=cls, member=member, calls=calls, getter=getter)
+
+
 _GRAMMAR_COPIES_A_SETTING = """
     def get_config():
         return None
@@ -227,27 +290,7 @@ _GRAMMAR_COPIES_A_SETTING = """
             if self.pp_size <= 1:
                 return
             torch.cuda.synchronize()  # expect
-
-    class S:
-        def __init__(self):
-            self.grammar = Grammar()
-
-        def event_loop_normal(self):
-            while True:
-                self.grammar.sync()
-                dist.barrier()
-
-        def event_loop_pp(self):
-            while True:
-                self.grammar.sync()
-                dist.barrier()
-
-    def dispatch(s: S):
-        if get_config().pp_size > 1:
-            s.event_loop_pp()
-        else:
-            s.event_loop_normal()
-"""
+""" + _two_loops("Grammar", "grammar", "sync")
 
 
 def test_global_settings_copied_by_a_constructor(tmp_path: Path):
@@ -352,50 +395,31 @@ def test_a_helper_only_constructors_call_is_part_of_construction(
     )
 
 
+_RANK_READ_BY_A_RECEIVER = """
+    def get_config():
+        return None
+
+    class Receiver:
+        def __init__(self):
+            self.pp_rank = get_config().pp_rank
+
+        def pull(self):
+            if get_config().pp_rank == 0:
+                return []
+            time.sleep(1)  # expect
+
+        def forward(self):
+            if self.pp_rank > 0:
+                subprocess.run(["x"])  # expect
+""" + _two_loops("Receiver", "receiver", "pull", "forward")
+
+
 def test_a_dimension_of_one_rank_has_only_rank_zero(tmp_path: Path):
     """With `pp_size <= 1` known in the round, `pp_rank` (read through the same receiver, or
     copied by a constructor) is 0: a later pipeline stage's receive is not on the path."""
     findings = _assert_marked(
         tmp_path,
-        """
-        def get_config():
-            return None
-
-        class Receiver:
-            def __init__(self):
-                self.pp_rank = get_config().pp_rank
-
-            def pull(self):
-                if get_config().pp_rank == 0:
-                    return []
-                time.sleep(1)  # expect
-
-            def forward(self):
-                if self.pp_rank > 0:
-                    subprocess.run(["x"])  # expect
-
-        class S:
-            def __init__(self):
-                self.receiver = Receiver()
-
-            def event_loop_normal(self):
-                while True:
-                    self.receiver.pull()
-                    self.receiver.forward()
-                    dist.barrier()
-
-            def event_loop_pp(self):
-                while True:
-                    self.receiver.pull()
-                    self.receiver.forward()
-                    dist.barrier()
-
-        def dispatch(s: S):
-            if get_config().pp_size > 1:
-                s.event_loop_pp()
-            else:
-                s.event_loop_normal()
-        """,
+        _RANK_READ_BY_A_RECEIVER,
         {"rounds": ["*.event_loop_*"]},
     )
     assert {f.extra["round"].rsplit(".", 1)[-1] for f in findings} == {"event_loop_pp"}
@@ -615,63 +639,42 @@ def test_what_the_configuration_validation_asserts_holds_in_the_round(
     )
 
 
+_ELASTIC_EP_VALIDATED = """
+    class Exec:
+        def __init__(self):
+            self.elastic_ep_backend = None
+            self.pp_size = 1
+
+    _CFG = Exec()
+
+    def get_exec() -> Exec:
+        return _CFG
+
+    def validate(cfg):
+        if cfg.elastic_ep_backend is not None:
+            assert cfg.pp_size == 1, "PP size should be 1 under elastic EP"
+
+    def start():
+        validate(_CFG)
+
+    class Runner:
+        def __init__(self):
+            self.elastic = get_exec().elastic_ep_backend is not None
+
+        def forward(self):
+            if self.elastic:
+                time.sleep(1)  # expect
+""" + _two_loops("Runner", "runner", "forward", getter="get_exec")
+
+
 def test_what_the_validation_asserts_holds_backwards_too(tmp_path: Path):
     """`if cfg.elastic_ep_backend is not None: assert cfg.pp_size == 1`: the pipeline loop
-    (`pp_size > 1`) therefore runs without elastic EP, which a runner reads through a nested
-    settings group (`get_exec().moe.elastic_ep_backend`) and keeps as `self.elastic`. The
+    (`pp_size > 1`) therefore runs without elastic EP, which a runner reads through a getter
+    (`get_exec().elastic_ep_backend`) and keeps as `self.elastic`. The
     normal loop knows nothing of elastic EP and keeps the branch."""
     findings = _assert_marked(
         tmp_path,
-        """
-        class Moe:
-            def __init__(self):
-                self.elastic_ep_backend = None
-
-        class Exec:
-            def __init__(self):
-                self.moe = Moe()
-                self.pp_size = 1
-
-        _CFG = Exec()
-
-        def get_exec() -> Exec:
-            return _CFG
-
-        def validate(cfg):
-            if cfg.elastic_ep_backend is not None:
-                assert cfg.pp_size == 1, "PP size should be 1 under elastic EP"
-
-        def start():
-            validate(_CFG)
-
-        class Runner:
-            def __init__(self):
-                self.elastic = get_exec().moe.elastic_ep_backend is not None
-
-            def forward(self):
-                if self.elastic:
-                    time.sleep(1)  # expect
-
-        class S:
-            def __init__(self):
-                self.runner = Runner()
-
-            def event_loop_normal(self):
-                while True:
-                    self.runner.forward()
-                    dist.barrier()
-
-            def event_loop_pp(self):
-                while True:
-                    self.runner.forward()
-                    dist.barrier()
-
-        def run(s: S):
-            if get_exec().pp_size > 1:
-                s.event_loop_pp()
-            else:
-                s.event_loop_normal()
-        """,
+        _ELASTIC_EP_VALIDATED,
         {"rounds": ["*.event_loop_*"]},
     )
     assert [f.extra["round"].rsplit(".", 1)[-1] for f in findings] == ["event_loop_normal"]

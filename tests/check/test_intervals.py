@@ -1,4 +1,4 @@
-"""Integer comparisons decided through the bounds other known comparisons put on a name."""
+"""Numeric comparisons decided through the bounds other known comparisons put on a name."""
 
 from __future__ import annotations
 
@@ -20,7 +20,10 @@ def _cmp(op: str, n: int, flipped: bool = False) -> tuple:
     [
         ({_cmp(">", 1): TRUTHY}, _cmp("==", 1), False),
         ({_cmp(">", 1): TRUTHY}, _cmp("!=", 1), True),
-        ({_cmp(">", 1): TRUTHY}, _cmp(">=", 2), True),
+        ({_cmp(">", 1): TRUTHY}, _cmp(">=", 2), None),  # 1.5 is allowed: no rounding
+        ({_cmp(">", 1): TRUTHY}, _cmp(">", 1), True),
+        ({_cmp(">", 0): TRUTHY}, _cmp(">=", 1), None),  # a fraction
+        ({_cmp(">=", 2): TRUTHY}, _cmp(">", 1), True),
         ({_cmp(">", 1): TRUTHY}, _cmp("==", 2), None),  # 2, 3, ... all allowed
         ({_cmp("<=", 1): TRUTHY, _cmp(">=", 1): TRUTHY}, _cmp("==", 1), True),
         ({_cmp("<", 2, flipped=True): TRUTHY}, _cmp("<=", 2), False),  # 2 < pp_size
