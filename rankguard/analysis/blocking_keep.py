@@ -198,4 +198,10 @@ class _Shift:
         first = {self.site(s): self.chain(c) for s, c in summary.first.items()}
         pairs = [self.pair(p) for p in summary.pairs.values()]
         tail = [self.call(c) for c in summary.tail.values()]
+        if self.sign < 0:
+            # Relative lines do not tell apart calls at the same place in two functions of
+            # one file: stored under their absolute keys, re-keyed when lines come back.
+            kept_pairs = dict(zip(summary.pairs, pairs, strict=True))
+            return Summary(first, kept_pairs, dict(zip(summary.tail, tail, strict=True)),
+                           summary.passes)  # fmt: skip
         return Summary(first, {p.key: p for p in pairs}, {c.key: c for c in tail}, summary.passes)

@@ -128,8 +128,7 @@ def run_check(
         else:
             assert program is not None
             # Opt-in until a warm check after an edit on sglang is seen to equal --no-cache
-            # since the model's answers stopped depending on the order of questions
-            # (benchmarks/README, fourth session).
+            # with both causes found fixed (benchmarks/README, fourth session).
             keep = os.environ.get(KEEP_SUMMARIES) == "1"
             kept = KeyedStore(kept_path(cache)) if keep else None
             context = RuleContext(

@@ -129,3 +129,60 @@ def test_what_a_call_hands_a_helper_is_part_of_the_key(capsys, tmp_path: Path):
     warm = _check(capsys, *argv, *cache)
     assert warm == _check(capsys, *argv, "--no-cache")
     assert "time.sleep" in warm
+
+
+LOCKS = """
+import threading
+
+import torch.distributed as dist
+
+
+class Conn:
+    def __init__(self):
+        self.a_lock = threading.Lock()
+        self.b_lock = threading.Lock()
+
+    def first(self):
+        with self.a_lock:
+            pass
+
+    def second(self):
+        with self.b_lock:
+            pass
+
+    def both(self):
+        self.first()
+        self.second()
+
+
+class S:
+    def __init__(self):
+        self.conn = Conn()
+
+    def event_loop(self):
+        while True:
+            self.conn.both()
+            dist.barrier()
+"""
+
+
+def test_calls_at_the_same_place_in_two_functions_are_both_kept(capsys, tmp_path: Path):
+    """Kept summaries hold lines relative to each function's start: two locks taken one line
+    into two functions of one file have the same relative key, and one was lost on the way
+    into the store (sglang: `with self.failure_lock:` and its neighbours)."""
+    files = {"pkg/__init__.py": "", "pkg/conn.py": LOCKS}
+    root = write_tree(tmp_path / "proj", files)
+    (root / "pyproject.toml").write_text('[tool.rankguard]\nrounds = ["*.event_loop"]\n')
+    argv = (str(root / "pkg"), "--config", str(root / "pyproject.toml"))
+    cache = ("--cache-dir", str(tmp_path / "cache"))
+    _check(capsys, *argv, *cache)
+    _replace(
+        root,
+        "pkg/conn.py",
+        "            dist.barrier()\n",
+        "            pass\n" * 2 + "            dist.barrier()\n",
+    )
+    warm = _check(capsys, *argv, *cache)
+    assert store.COUNTS["blocking summaries reused"] > 0
+    assert warm == _check(capsys, *argv, "--no-cache")
+    assert warm.count("with self.a_lock:") and warm.count("with self.b_lock:")
