@@ -48,7 +48,6 @@ class Stability:
         self._related: dict[str, frozenset[str]] = {}
         self._owners: dict[tuple[str, Segs], frozenset[str] | None] = {}
         self._settled: dict[tuple[str | None, str], bool] = {}
-        self._method_names: frozenset[str] | None = None
         self._built: dict[str, list[tuple[str, str]]] | None = None
 
     def settled(self, cls: str | None, attr: str) -> bool:
@@ -59,7 +58,7 @@ class Stability:
         found = self._settled.get(key)
         if found is None:
             related = self.related(cls) if cls else None
-            found = attr not in self._methods()
+            found = not self._method(related, attr)
             writes = self.writes()
             for function, target in (*writes.get(attr, ()), *writes.get(ANY_NAME, ())):
                 if not found:
@@ -70,12 +69,12 @@ class Stability:
             self._settled[key] = found
         return found
 
-    def _methods(self) -> frozenset[str]:
-        if self._method_names is None:
-            self._method_names = frozenset(
-                n for c in self.program.classes.values() for n in c.methods
-            )
-        return self._method_names
+    def _method(self, related: frozenset[str] | None, attr: str) -> bool:
+        """`attr` names a method (a property) of a class whose methods may run on the object
+        (of any class, when the object's class is not known)."""
+        classes = self.program.classes
+        owners = classes if related is None else (c for c in related if c in classes)
+        return any(attr in classes[c].methods for c in owners)
 
     def kept_after(self, cls: str, constructor: str, rest: Sequence[Stmt], cond: Cond) -> bool:
         """A constructor's assert on `self` still holds once construction ends: nothing after
