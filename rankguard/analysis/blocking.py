@@ -99,7 +99,9 @@ class BlockingAnalysis:
         self._memo: dict[MemoKey, tuple[Summary, bool]] = {}
         self._stack: list[str] = []
         self.kept = (
-            KeptSummaries(program, self.classify, self.context, self.receivers, store, salt)
+            KeptSummaries(
+                program, self.classify, self.context, self.receivers, self.passed, store, salt
+            )
             if store
             else None
         )

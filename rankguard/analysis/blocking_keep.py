@@ -31,6 +31,7 @@ from rankguard.analysis.blocking_types import BlockingCall, Pair, Summary, copie
 from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.context import RoundContext
 from rankguard.analysis.function_keys import FunctionKeys, digest, lineless
+from rankguard.analysis.passed import PassedCallables
 from rankguard.analysis.reach import followed
 from rankguard.analysis.receivers import Receivers
 from rankguard.core.chains import Hop
@@ -46,6 +47,7 @@ class KeptSummaries:
         classify: CallClassifier,
         context: RoundContext,
         receivers: Receivers,
+        passed: PassedCallables,
         store: KeyedStore,
         salt: str,
     ) -> None:
@@ -53,6 +55,7 @@ class KeptSummaries:
         self.classify = classify
         self.context = context
         self.receivers = receivers
+        self.passed = passed
         self.store = store
         # The class table: exact receivers (`analysis.receivers`) narrow calls by the MRO and
         # methods of classes a caller passes in as an entry fact, not by the callee's record.
@@ -78,8 +81,12 @@ class KeptSummaries:
         for call in walk_calls(info.body):
             targets = followed(program, name, call)
             receiver = self.receivers.of_call(record, call, {})
-            calls.append((targets, sorted(receiver) if receiver else None))
-            callees.update(t.name for t in targets if t.name in program.functions)
+            entered = [t.name for t in targets if t.name in program.functions]
+            # What the call hands each callee's called parameters (`analysis.passed`): the
+            # model's answer about this call, bound into the callee's entry facts.
+            passes = [sorted(self.passed.binding(record, call, t, {}).items()) for t in entered]
+            calls.append((targets, sorted(receiver) if receiver else None, _canonical(passes)))
+            callees.update(entered)
         reads = []
         for stmt in walk_statements(info.body):
             for ref in stmt.reads:
@@ -135,10 +142,12 @@ class KeptSummaries:
 
 
 def _canonical(value: Any) -> str:
-    """A fact's value as text that is the same in every process (a set's own repr follows
-    string hashing, which changes from run to run)."""
+    """A value as text that is the same in every process (a set's own repr follows string
+    hashing, which changes from run to run)."""
     if isinstance(value, (frozenset, set)):
         return repr(sorted(map(_canonical, value)))
+    if isinstance(value, (tuple, list)):
+        return "(" + ", ".join(map(_canonical, value)) + ")"
     return repr(value)
 
 

@@ -14,7 +14,7 @@ from rankguard.adapters import store
 from rankguard.cli import main
 from rankguard.pipelines.check import KEEP_SUMMARIES
 from tests.check.test_edit_sequence import SCHED, _replace
-from tests.conftest import EXAMPLE
+from tests.conftest import EXAMPLE, write_tree
 
 SCHEDULER = "toysched.managers.scheduler.Scheduler."
 GC_TEST = "        if self.server_args.gc_each_round:\n"
@@ -33,9 +33,9 @@ def _walked() -> set[str]:
     return {k[len(prefix) :] for k in store.COUNTS if k.startswith(prefix)}
 
 
-def _check(capsys, root: Path, *cache: str) -> str:
+def _check(capsys, root: Path | str, *argv: str) -> str:
     store.COUNTS.clear()
-    main(["check", str(root), "--format", "json", *cache])
+    main(["check", str(root), "--format", "json", *argv])
     return capsys.readouterr().out
 
 
@@ -75,3 +75,57 @@ def test_a_damaged_store_is_a_miss(capsys, tmp_path: Path):
     warm = _check(capsys, root, *cache)
     assert len(_walked()) > len(EDITED_AND_CALLER)  # nothing could be re-used
     assert _check(capsys, root, "--no-cache") == warm
+
+
+PASSED = {
+    "pkg/__init__.py": "",
+    "pkg/handlers.py": (
+        "import time\n\n\ndef slow():\n    time.sleep(1)\n\n\ndef quick():\n    pass\n"
+    ),
+    "pkg/helper.py": "def run(post):\n    post()\n",
+    "pkg/holder.py": (
+        "from pkg.handlers import quick\n\n\n"
+        "class Holder:\n    def __init__(self):\n        self.post = quick\n"
+    ),
+    "pkg/loop.py": """
+import torch.distributed as dist
+
+from pkg.handlers import quick, slow
+from pkg.helper import run
+from pkg.holder import Holder
+
+
+class S:
+    def __init__(self):
+        self.h = Holder()
+
+    def tick(self):
+        run(self.h.post)
+
+    def other(self):
+        run(slow)
+        run(quick)
+
+    def event_loop(self):
+        while True:
+            self.tick()
+            dist.barrier()
+""",
+    "pyproject.toml": '[tool.rankguard]\nrounds = ["*.event_loop"]\n',
+}
+
+
+def test_what_a_call_hands_a_helper_is_part_of_the_key(capsys, tmp_path: Path):
+    """`tick` hands `run` whatever `Holder.post` holds: an edit in another module changes that
+    (quick -> slow) while `run`'s own targets stay the union of what every caller passes, so
+    neither `tick`'s record nor its callees' keys change. The walk binds `post` per call
+    site (`analysis.passed`), so `tick`'s summary must be keyed by what its calls pass."""
+    root = write_tree(tmp_path / "proj", PASSED)
+    argv = (str(root / "pkg"), "--config", str(root / "pyproject.toml"))
+    cache = ("--cache-dir", str(tmp_path / "cache"))
+    assert "time.sleep" not in _check(capsys, *argv, *cache)
+    _replace(root, "pkg/holder.py", "import quick", "import slow")
+    _replace(root, "pkg/holder.py", "self.post = quick", "self.post = slow")
+    warm = _check(capsys, *argv, *cache)
+    assert warm == _check(capsys, *argv, "--no-cache")
+    assert "time.sleep" in warm
