@@ -35,6 +35,7 @@ from rankguard.summary.ir import (
 CONSTRUCTORS = frozenset(("__init__", "__post_init__", "__new__"))
 SELF = "self"
 _ANY = None  # a write whose receiver's class the model does not know
+UNTYPED = "<untyped>"  # the receiver of `setattr(...)` when the call does not name one
 ANY_NAME = "<any attribute>"  # `obj.__dict__[k] = v`, `setattr(obj, name, v)`: any name
 
 
@@ -48,7 +49,6 @@ class Stability:
         self._related: dict[str, frozenset[str]] = {}
         self._owners: dict[tuple[str, Segs], frozenset[str] | None] = {}
         self._settled: dict[tuple[str | None, str], bool] = {}
-        self._method_names: frozenset[str] | None = None
         self._built: dict[str, list[tuple[str, str]]] | None = None
 
     def settled(self, cls: str | None, attr: str) -> bool:
@@ -59,7 +59,7 @@ class Stability:
         found = self._settled.get(key)
         if found is None:
             related = self.related(cls) if cls else None
-            found = attr not in self._methods()
+            found = not self._method(related, attr)
             writes = self.writes()
             for function, target in (*writes.get(attr, ()), *writes.get(ANY_NAME, ())):
                 if not found:
@@ -70,12 +70,12 @@ class Stability:
             self._settled[key] = found
         return found
 
-    def _methods(self) -> frozenset[str]:
-        if self._method_names is None:
-            self._method_names = frozenset(
-                n for c in self.program.classes.values() for n in c.methods
-            )
-        return self._method_names
+    def _method(self, related: frozenset[str] | None, attr: str) -> bool:
+        """`attr` names a method (a property) of a class whose methods may run on the object
+        (of any class, when the object's class is not known)."""
+        classes = self.program.classes
+        owners = classes if related is None else (c for c in related if c in classes)
+        return any(attr in classes[c].methods for c in owners)
 
     def kept_after(self, cls: str, constructor: str, rest: Sequence[Stmt], cond: Cond) -> bool:
         """A constructor's assert on `self` still holds once construction ends: nothing after
@@ -180,12 +180,17 @@ class Stability:
         if target[:1] == (SELF,) and len(target) == 2:
             if record.info.cls:
                 owners = frozenset((f"{record.module}.{record.info.cls}",))
-        elif target[-1] != ANY_NAME:
+        elif target[:1] != (UNTYPED,):
             # Only program instances: an external call's result may be the object itself
             # (`typing.cast(S, x)`, `weakref.proxy(self)`, `type(self)`).
             values = self.program.evaluate(function, target[:-1])
             if values and all(v.kind == "instance" for v in values):
                 owners = frozenset(v.name for v in values)
+        if owners is _ANY and target[-1] == ANY_NAME:
+            # Reflection with a computed name on a receiver the model cannot type
+            # (`setattr(module, attr_name, t)`) is not followed, as an unresolved call is not:
+            # taken as any name on any object it would unsettle every fact in the program.
+            owners = frozenset()
         self._owners[key] = owners
         return owners
 
@@ -278,11 +283,13 @@ def _written(target: Segs) -> Segs | None:
 
 def _mutated(call: CallSite) -> Segs | None:
     """What a call writes: `self.queue.append(x)` changes `self.queue`; `setattr(obj, "a",
-    v)` and `object.__setattr__(obj, "a", v)` set `obj.a` (the receiver unknown here)."""
+    v)` and `object.__setattr__(obj, "a", v)` set `obj.a` (a computed name: any attribute)."""
     target = call.target
     if target and target[-1] in _SETATTR:
         name = next((v for k, v in call.literals if k == "1"), None)
-        return ("<setattr>", str(name) if isinstance(name, str) else ANY_NAME)
+        first = call.operands[0].ref if call.operands and call.operands[0].keyword is None else None
+        receiver = first if first else (UNTYPED,)
+        return (*receiver, str(name) if isinstance(name, str) else ANY_NAME)
     if len(target) >= 3 and target[-1] in _MUTATORS:
         return _written(target[:-1])
     return None

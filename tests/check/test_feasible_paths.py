@@ -301,8 +301,8 @@ def test_global_settings_copied_by_a_constructor(tmp_path: Path):
 def test_an_attribute_of_the_same_name_on_an_unrelated_class_does_not_unsettle_it(
     tmp_path: Path,
 ):
-    """Stability is per class: a store that sets its own `pp_size` later cannot change the
-    grammar's copy of the setting."""
+    """Stability is per class: a store that sets its own `pp_size` later, or a class whose
+    `pp_size` is a property, cannot change the grammar's copy of the setting."""
     findings = _assert_marked(
         tmp_path,
         _GRAMMAR_COPIES_A_SETTING
@@ -313,6 +313,11 @@ def test_an_attribute_of_the_same_name_on_an_unrelated_class_does_not_unsettle_i
 
         def configure(self, n):
             self.pp_size = n
+
+    class Topology:
+        @property
+        def pp_size(self):
+            return len(self.stages)
     """,
         {"rounds": ["*.event_loop_*"]},
     )

@@ -56,6 +56,11 @@ CASES = {
         "",
     ),
     "setattr": ("", "\n    def switch(self):\n        setattr(self, 'mode', Mode.DECODE)\n", ""),
+    "setattr-computed-name-on-self": (
+        "",
+        "\n    def switch(self, name):\n        setattr(self, name, Mode.DECODE)\n",
+        "",
+    ),
     "object-setattr": (
         "",
         "\n    def switch(self):\n        object.__setattr__(self, 'mode', Mode.DECODE)\n",
@@ -242,3 +247,13 @@ def test_a_class_attribute_set_through_type_of_self(tmp_path: Path):
     """`type(self).mode = ...` is an external call's result to the model, yet it is `S`."""
     _code, result = _run(tmp_path, _CLASS_ATTRIBUTE, {"rounds": ["*.event_loop_*"]})
     assert [f.extra["blocking"]["callee"] for f in result.findings] == ["time.sleep"]
+
+
+def test_reflection_on_an_untyped_receiver_with_a_computed_name_is_not_followed(tmp_path: Path):
+    """An assumption, as for an unresolved call: `setattr(module, name, t)` on a value the
+    model cannot type, with a name it cannot read, is not taken as writing every attribute of
+    every object (which would leave no fact standing in a real program)."""
+    extra = "\ndef load(module, name, t):\n    setattr(module, name, t)\n"
+    body = _BASE.replace("{init}", "").replace("{later}", "").replace("{extra}", extra)
+    _code, result = _run(tmp_path, body, {"rounds": ["*.event_loop_*"]})
+    assert result.findings == []
