@@ -65,11 +65,12 @@ def forwarded(resolver: Resolver, cls: str) -> tuple[Value, ...]:
     """What `cls.__getattr__` forwards the names it lacks to (`return getattr(self.x, attr)`);
     memoised, and empty while being computed (typing `self.x` may look up an attribute of
     `cls` again: `LazyValue.__getattr__` reads its own `value` property)."""
-    memo, cycles, key = resolver.forwarding, resolver.cycles, ("forwarded", cls)
+    memo = resolver.forwarding
     if cls in memo:
-        cycles.read(key)
         return memo[cls] or ()
-    return cycles.answer(key, memo, cls, None, lambda: _forwarded(resolver, cls))
+    memo[cls] = None
+    memo[cls] = found = _forwarded(resolver, cls)
+    return found
 
 
 def _forwarded(resolver: Resolver, cls: str) -> tuple[Value, ...]:
