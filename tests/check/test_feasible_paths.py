@@ -358,48 +358,6 @@ def test_a_write_that_may_reach_the_object_unsettles_its_attribute(tmp_path: Pat
     assert rounds == ["event_loop_normal", "event_loop_pp"]
 
 
-_MODE_SET_BY_A_HELPER = """
-    class Mode:
-        NULL = 0
-        DECODE = 1
-
-    class S:
-        def __init__(self, mode):
-            self._init_mode(mode)
-
-        def _init_mode(self, mode):
-            self.mode = mode
-    {later}
-        def event_loop_normal(self):
-            while True:
-                if self.mode == Mode.DECODE:
-                    time.sleep(1){marker}
-                dist.barrier()
-
-    def dispatch(s: S):
-        if s.mode == Mode.NULL:
-            s.event_loop_normal()
-"""
-
-
-@pytest.mark.parametrize(
-    ("later", "marker"),
-    [
-        ("", ""),  # `self._init_mode()` only from `__init__`: part of construction
-        ("\n        def switch(self):\n            self._init_mode(Mode.DECODE)\n", "  # expect"),
-    ],
-    ids=["only-constructors-call-it", "also-called-later"],
-)
-def test_a_helper_only_constructors_call_is_part_of_construction(
-    tmp_path: Path, later: str, marker: str
-):
-    _assert_marked(
-        tmp_path,
-        _MODE_SET_BY_A_HELPER.format(later=later, marker=marker),
-        {"rounds": ["*.event_loop_*"]},
-    )
-
-
 _RANK_READ_BY_A_RECEIVER = """
     def get_config():
         return None

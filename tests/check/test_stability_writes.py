@@ -36,6 +36,12 @@ def dispatch(s: S):
 """
 
 CASES = {
+    # the helper is also called after construction
+    "also-called-later": (
+        "",
+        "\n    def switch(self):\n        self._init_mode(Mode.DECODE)\n",
+        "",
+    ),
     # the helper is also a request handler, run later through a dispatch table
     "handler-table": (
         "    self.handlers = {'switch': self._init_mode}",
@@ -103,7 +109,9 @@ def test_a_later_write_keeps_the_branch(tmp_path: Path, case: str):
     assert [f.extra["blocking"]["callee"] for f in result.findings] == ["time.sleep"], body
 
 
-def test_control_no_later_write_cuts(tmp_path: Path):
+def test_a_helper_only_constructors_call_is_part_of_construction(tmp_path: Path):
+    """`self._init_mode()` called only from `__init__` sets the mode once, as `__init__` does:
+    the DECODE branch cannot run in the NULL loop."""
     body = _BASE.replace("{init}", "").replace("{later}", "").replace("{extra}", "")
     _code, result = _run(tmp_path, body, {"rounds": ["*.event_loop_*"]})
     assert result.findings == []
