@@ -22,7 +22,7 @@ from rankguard.analysis.precision import made_by
 from rankguard.analysis.rank_bounds import lone_ranks
 from rankguard.analysis.reach import enclosing
 from rankguard.analysis.settings import NOT_GETTERS, Settings
-from rankguard.analysis.stability import CONSTRUCTORS, SELF, Stability
+from rankguard.analysis.stability import CONSTRUCTORS, SELF, Stability, class_of
 from rankguard.catalogs.rank_sources import rank_source_catalog
 from rankguard.model.facts import (
     UNKNOWN,
@@ -94,20 +94,20 @@ class RoundContext:
             return out
         for target, tree in self.computed_of(record).items():
             value = evaluate(tree, settings)
-            if value is not UNKNOWN and self.stable(("ref", target), _class_of(record)):
+            if value is not UNKNOWN and self.stable(("ref", target), class_of(record)):
                 out[("ref", target)] = value
         aliases = self.aliases_of(record)
         for cond, value in settings.items():
             for source, target in aliases.items():
                 if any(segs == source for segs in refs(cond)):
                     renamed = rename(cond, source, target)
-                    if rooted(renamed, SELF) and self.stable(renamed, _class_of(record)):
+                    if rooted(renamed, SELF) and self.stable(renamed, class_of(record)):
                         out[renamed] = value
         return out
 
     def aliases_of(self, record: FunctionRecord) -> dict[tuple[str, ...], tuple[str, ...]]:
         """Settings a constructor of the method's class copies to `self` (getter -> attribute)."""
-        cls = _class_of(record)
+        cls = class_of(record)
         if cls is None or cls not in self.program.classes:
             return {}
         cached = self._aliases.get(cls)
@@ -129,7 +129,7 @@ class RoundContext:
         """`self.x = <expression>` set once, unconditionally, by the constructors of the
         method's class (`self.enable_overlap = not get_config().disable_overlap`): what the
         settings decide of the expression, they decide of the attribute."""
-        cls = _class_of(record)
+        cls = class_of(record)
         if cls is None or cls not in self.program.classes:
             return {}
         cached = self._computed.get(cls)
@@ -155,7 +155,7 @@ class RoundContext:
     def invariants(self, record: FunctionRecord) -> dict[Cond, Any]:
         """What a constructor of the method's class (or a base) asserts about `self`, where it
         stays true."""
-        cls = _class_of(record)
+        cls = class_of(record)
         if cls is None or cls not in self.program.classes:
             return {}
         cached = self._invariants.get(cls)
@@ -201,12 +201,12 @@ class RoundContext:
                 facts = {c: v for c, v in found.items() if c in facts and facts[c] == v}
             found = facts
         selected = dict(found or {})
-        trusted = self.self_facts(selected, _class_of(record))
+        trusted = self.self_facts(selected, class_of(record))
         facts = {c: v for c, v in selected.items() if c in trusted or not rooted(c, SELF)}
         facts.update(shaky_facts({c: v for c, v in selected.items() if c not in facts}))
         facts.update(self.settings.derive(self.global_facts(facts)))
         ranks = lone_ranks(complemented(facts), self.ranks)
-        facts.update((c, v) for c, v in ranks.items() if self.stable(c, _class_of(record)))
+        facts.update((c, v) for c, v in ranks.items() if self.stable(c, class_of(record)))
         facts.update(self.aliased(record, facts))
         facts.update(self.invariants(record))
         return facts
@@ -219,7 +219,7 @@ class RoundContext:
         on_self = call is not None and call.target[:1] in ((SELF,), ("super()",))
         facts: dict[Cond, Any] = passed_on(known, on_self)
         if on_self:
-            facts.update(self.self_facts(known, _class_of(record)))
+            facts.update(self.self_facts(known, class_of(record)))
         facts.update(self.global_facts(known))
         facts.update(self.aliased(record, known))
         facts.update(self.invariants(record))
@@ -232,10 +232,6 @@ class RoundContext:
             for resolved in self.program.calls[caller]:
                 if any(t.name == name and t.kind == "call" for t in resolved.targets):
                     yield self.program.functions[caller], resolved.call
-
-
-def _class_of(record: FunctionRecord) -> str | None:
-    return f"{record.module}.{record.info.cls}" if record.info.cls else None
 
 
 def _params(callee: FunctionRecord, call: CallSite) -> list[Param]:

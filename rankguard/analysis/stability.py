@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 
 from rankguard.model.facts import Cond, refs
 from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import (
     CALL,
     SUBSCRIPT,
@@ -49,7 +50,7 @@ class Stability:
         self._related: dict[str, frozenset[str]] = {}
         self._owners: dict[tuple[str, Segs], frozenset[str] | None] = {}
         self._settled: dict[tuple[str | None, str], bool] = {}
-        self._built: dict[str, list[tuple[str, str]]] | None = None
+        self._construction_written: dict[str, list[tuple[str, str]]] | None = None
 
     def settled(self, cls: str | None, attr: str) -> bool:
         """No function that may run on an object of `cls` assigns `attr` after construction
@@ -59,14 +60,12 @@ class Stability:
         found = self._settled.get(key)
         if found is None:
             related = self.related(cls) if cls else None
-            found = not self._method(related, attr)
             writes = self.writes()
-            for function, target in (*writes.get(attr, ()), *writes.get(ANY_NAME, ())):
-                if not found:
-                    break
-                owners = self._owners_of(function, target)
-                if related is None or owners is _ANY or owners & related:
-                    found = False
+            found = not self._method(related, attr) and not any(
+                related is None or owners is _ANY or owners & related
+                for function, target in (*writes.get(attr, ()), *writes.get(ANY_NAME, ()))
+                for owners in (self._owners_of(function, target),)
+            )
             self._settled[key] = found
         return found
 
@@ -94,19 +93,19 @@ class Stability:
 
     def _construction_writes(self) -> dict[str, list[tuple[str, str]]]:
         """attribute -> (construction function, its class) for each `self.a = ...` there."""
-        if self._built is None:
+        if self._construction_written is None:
             found: dict[str, list[tuple[str, str]]] = defaultdict(list)
             for name in sorted(self.construction()):
-                record = self.program.functions[name]
-                if not record.info.cls:
+                owner = class_of(self.program.functions[name])
+                if owner is None:
                     continue
-                owner = f"{record.module}.{record.info.cls}"
+                record = self.program.functions[name]
                 for stmt in walk_statements(record.info.body):
                     for target in stmt.targets:
                         if len(target) >= 2 and target[0] == SELF:
                             found[target[1]].append((name, owner))
-            self._built = dict(found)
-        return self._built
+            self._construction_written = dict(found)
+        return self._construction_written
 
     def table(self) -> tuple[list[tuple[str, str]], list[str]]:
         """What the answers depend on, in a stable order (a key for kept summaries): each
@@ -115,14 +114,9 @@ class Stability:
         found: set[tuple[str, str]] = set()
         for attr, sites in self.writes().items():
             for function, target in sites:
-                record = self.program.functions[function]
-                own = target[:1] == (SELF,) and len(target) == 2 and record.info.cls
-                found.add(
-                    (
-                        attr,
-                        f"{record.module}.{record.info.cls}" if own else repr((function, target)),
-                    )
-                )
+                owner = class_of(self.program.functions[function])
+                own = target[:1] == (SELF,) and len(target) == 2 and owner
+                found.add((attr, owner if own else repr((function, target))))
         return sorted(found), sorted(self.construction())
 
     # -- what runs on an object -----------------------------------------------------------------
@@ -178,8 +172,9 @@ class Stability:
         record = self.program.functions[function]
         owners: frozenset[str] | None = _ANY
         if target[:1] == (SELF,) and len(target) == 2:
-            if record.info.cls:
-                owners = frozenset((f"{record.module}.{record.info.cls}",))
+            owner = class_of(record)
+            if owner is not None:
+                owners = frozenset((owner,))
         elif target[:1] != (UNTYPED,):
             # Only program instances: an external call's result may be the object itself
             # (`typing.cast(S, x)`, `weakref.proxy(self)`, `type(self)`).
@@ -279,6 +274,11 @@ def _written(target: Segs) -> Segs | None:
     if len(target) >= 2 and target[-1] == "__dict__":
         return (*target[:-1], ANY_NAME)  # `obj.__dict__[k] = v`: any attribute of obj
     return target
+
+
+def class_of(record: FunctionRecord) -> str | None:
+    """The qualified name of the class a method is defined in (None: not a method)."""
+    return f"{record.module}.{record.info.cls}" if record.info.cls else None
 
 
 def _mutated(call: CallSite) -> Segs | None:
