@@ -260,7 +260,9 @@ class Walk:
         cadence: str | None,
         advance: bool = False,
     ) -> State:
-        targets = narrowed(call, followed(self.a.program, self.fn, call), held_in(state.known))
+        targets = followed(self.a.program, self.fn, call)
+        if len(call.target) == 1:  # a bare name: maybe a parameter bound on this path
+            targets = narrowed(call, targets, held_in(state.known))
         receiver = self.a.receivers.of_call(self.record, call, state.known)
         if receiver:
             targets = self.a.receivers.narrow(targets, call.target[-1], receiver)
@@ -317,9 +319,9 @@ class Walk:
             attrs = self.a.classify.placement.attribute
             env = placements(record, call, stmt_calls, state.env, attrs)
         known = self.a.entry_facts(name, call, state.known)
-        if call is not None:
-            binding = self.a.passed.binding(self.record, call, name, held_in(state.known))
-            known.update(binding_facts(binding))
+        if call is not None and self.a.passed.parameters_called(name):
+            held = held_in(state.known)
+            known.update(binding_facts(self.a.passed.binding(self.record, call, name, held)))
         if receiver:
             known[RECEIVER] = receiver  # `self` in there is exactly this (`analysis.receivers`)
         summary, cut, tainted = self.a.summary(name, known, env)
