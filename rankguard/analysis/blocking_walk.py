@@ -82,7 +82,7 @@ class Walk:
         state = self.properties(stmt, state, cadence)
         if kind == "with":
             return self.with_(stmt, state, guards, cadence)
-        state = self.calls(stmt.calls, state, guards, cadence)
+        state = self.calls(_run_past(stmt), state, guards, cadence)
         if kind == "assign":
             return self.assign(stmt, state)
         if kind == "return":
@@ -347,3 +347,12 @@ class Walk:
             merge(pending, tail)
             return state.evolve(pending=pending)
         return state.evolve(clean=False, pending=tail)
+
+
+def _run_past(stmt: Stmt) -> Sequence[CallSite]:
+    """The statement's calls on the paths that go on past it. An assert's message is built
+    only where the assert fails, and that path raises, as a `raise` statement's own calls do."""
+    if stmt.kind != "expr" or not stmt.cond:
+        return stmt.calls
+    failing = (stmt.cond, False)
+    return tuple(c for c in stmt.calls if failing not in c.under)
