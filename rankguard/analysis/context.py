@@ -48,7 +48,7 @@ from rankguard.summary.ir import (
     walk_statements,
 )
 
-_MISSING = object()
+_ARGUMENT = "<argument>"  # a root no Python name can be, while a fact is moved to a parameter
 
 
 class RoundContext:
@@ -272,15 +272,35 @@ def bindings(callee: FunctionRecord, call: CallSite, known: Mapping[Cond, Any]) 
             key, text = passed[param.name]
             if key in literal:
                 out[("ref", (param.name,))] = literal[key]
-            elif text.isidentifier():
-                value = known.get(("ref", (text,)), _MISSING)
-                if value is not _MISSING:
-                    out[("ref", (param.name,))] = value
             elif _constant_name(text):
                 out[("ref", (param.name,))] = Symbol(text)
         elif not starred and param.literal:
             out[("ref", (param.name,))] = param.literal[0]
+    for name, (key, text) in passed.items():
+        if key not in literal and not _constant_name(text):
+            out.update(_restated(known, text, name))
     return out
+
+
+def _restated(known: Mapping[Cond, Any], text: str, param: str) -> dict[Cond, Any]:
+    """What the caller knows of the argument `text` (`_endpoint is None` is false past an
+    early return; `work.kind == Kind.IDLE`), said of the parameter it fills."""
+    segs = tuple(text.split("."))
+    if not all(p.isidentifier() for p in segs):
+        return {}
+    out: dict[Cond, Any] = {}
+    for cond, value in known.items():
+        said = _said_of(cond, segs, param)
+        if said is not None:
+            out[said] = value
+    return out
+
+
+@lru_cache(maxsize=1 << 16)
+def _said_of(cond: Cond, segs: Segs, param: str) -> Cond | None:
+    """`cond` about `segs` restated about `param`, if it reads nothing else but constants."""
+    marked = rename(cond, segs, (_ARGUMENT,))
+    return rename(marked, (_ARGUMENT,), (param,)) if rooted(marked, _ARGUMENT) else None
 
 
 def placements(
