@@ -59,6 +59,7 @@ from rankguard.analysis.context import RoundContext
 from rankguard.analysis.hardware import platform_facts
 from rankguard.analysis.passed import PassedCallables
 from rankguard.analysis.receivers import Receivers
+from rankguard.analysis.results import ResultConditions
 from rankguard.analysis.rounds import Round
 from rankguard.analysis.single_rank import peer_facts
 from rankguard.catalogs.catalog import BlockingCatalog, CollectiveCatalog
@@ -96,6 +97,7 @@ class BlockingAnalysis:
         self.context = RoundContext(program)
         self.ranks = rank_source_catalog()
         self.passed = PassedCallables(program)
+        self.results = ResultConditions(program.functions)
         self._memo: dict[MemoKey, tuple[Summary, bool]] = {}
         self._stack: list[str] = []
         self.kept = (

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from rankguard.analysis.doubts import passed_on, shaky_facts
+from rankguard.analysis.doubts import passed_on, shaky_facts, shaky_of
 from rankguard.analysis.precision import made_by
 from rankguard.analysis.rank_bounds import lone_ranks
 from rankguard.analysis.reach import enclosing
@@ -243,7 +243,7 @@ def _params(callee: FunctionRecord, call: CallSite) -> list[Param]:
     return params
 
 
-def _passed(callee: FunctionRecord, call: CallSite) -> dict[str, tuple[str, str]]:
+def passed_arguments(callee: FunctionRecord, call: CallSite) -> dict[str, tuple[str, str]]:
     """Parameter name -> (literal key, argument text) for each argument the call passes."""
     out: dict[str, tuple[str, str]] = {}
     for index, param in enumerate(_params(callee, call)):
@@ -263,7 +263,7 @@ def bindings(callee: FunctionRecord, call: CallSite, known: Mapping[Cond, Any]) 
     and literal defaults of parameters the call leaves out."""
     starred = any(a.startswith("*") for a in call.args) or any(k == "**" for k, _ in call.kwargs)
     literal = dict(call.literals)
-    passed = _passed(callee, call)
+    passed = passed_arguments(callee, call)
     out: dict[Cond, Any] = {}
     for param in _params(callee, call):
         if param.name.startswith("*"):
@@ -276,9 +276,11 @@ def bindings(callee: FunctionRecord, call: CallSite, known: Mapping[Cond, Any]) 
                 out[("ref", (param.name,))] = Symbol(text)
         elif not starred and param.literal:
             out[("ref", (param.name,))] = param.literal[0]
+    shaky = shaky_of(known)
     for name, (key, text) in passed.items():
         if key not in literal and not _constant_name(text):
             out.update(_restated(known, text, name))
+            out.update(shaky_facts(_restated(shaky, text, name)))
     return out
 
 
@@ -315,7 +317,7 @@ def placements(
     argument gives (`f(torch.arange(n, device="cpu"))`)."""
     out: dict[str, str] = {}
     positional = [o for o in call.operands if o.keyword is None]
-    for name, (key, text) in _passed(callee, call).items():
+    for name, (key, text) in passed_arguments(callee, call).items():
         parts = tuple(text.split("."))
         if all(p.isidentifier() for p in parts):
             place = of_segs(parts, env, attrs)

@@ -78,3 +78,82 @@ def test_facts_on_an_arguments_attributes_hold_for_the_parameters(tmp_path: Path
         """,
         {"rounds": ["mod.loop"]},
     )
+
+
+REFUSALS = """
+class Mode:
+    NULL = 0
+    PREFILL = 1
+
+def _reject_reason(s, new_role):
+    sa = s.args
+    checks = (
+        (new_role not in ("prefill", "decode"), True, lambda: "bad role"),
+        (s.mode == Mode.NULL, True, lambda: "not disaggregated"),
+        (sa.staging, False, lambda: "staging"),
+    )
+    return next(((msg(), safe) for failed, safe, msg in checks if failed), None)
+
+def _refusal(s):
+    if s.waiting:
+        return None
+    if s.mode == Mode.NULL:
+        return ("not disaggregated", True)
+    return None
+
+def _late_refusal(s):
+    if s.waiting:
+        return None
+    if s.mode == Mode.NULL:
+        return "not disaggregated"
+
+def handle_switch(s, req):
+    rejection = _reject_reason(s, req.role)
+    if rejection is not None:
+        return rejection
+    torch.cuda.synchronize()
+
+def handle_resize(s, req):
+    reason = _late_refusal(s)
+    if reason is not None:
+        return reason
+    open("resize")  # expect
+
+class S:
+    def __init__(self, mode):
+        self.mode = mode
+        self.busy = False
+        self.args = None
+
+    def event_loop_normal(self):
+        while True:
+            req = recv()
+            handle_switch(self, req)
+            handle_resize(self, req)
+            dist.barrier()
+
+def dispatch(s: S):
+    if s.mode == Mode.NULL:
+        s.event_loop_normal()
+"""
+
+
+def test_a_helper_that_refuses_in_the_rounds_mode_stops_the_handler(tmp_path: Path):
+    """`_reject_reason` returns a row of its table whose test holds: under the round's
+    `mode == NULL` it refuses, so the handler returns before its work. `_late_refusal` may
+    return None first (when waiting), so its caller's work stays reported."""
+    _assert_marked(tmp_path, REFUSALS, {"rounds": ["*.event_loop_*"]})
+
+
+def test_a_refusal_under_a_fact_the_round_may_lose_is_low_confidence(tmp_path: Path):
+    """Where a method may reassign the mode, the refusal is not certain: the handler's work
+    stays reported, with low confidence, saying which fact must change."""
+    switch = "    def switch(self):\n        self.mode = Mode.PREFILL\n\n"
+    code = REFUSALS.replace("    def event_loop_normal", switch + "    def event_loop_normal")
+    sync = "    torch.cuda.synchronize()"
+    code = code.replace(sync + "\n", sync + "  # expect\n")
+    findings = _assert_marked(tmp_path, code, {"rounds": ["*.event_loop_*"]})
+    by_callee = {f.extra["blocking"]["callee"]: f.extra for f in findings}
+    assert by_callee["torch.cuda.synchronize"]["confidence"] == "low"
+    assert "`s.mode`" in by_callee["torch.cuda.synchronize"]["confidence_note"]
+    assert by_callee["open"]["confidence"] != "low"
