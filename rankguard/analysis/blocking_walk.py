@@ -53,6 +53,7 @@ class Walk:
         self.loops: list[tuple[list[State], list[State]]] = []
         self.cut: set[str] = set()
         self.tainted = False  # entered a function on a cycle of calls (`summary`)
+        self.writers: set[tuple[str, bool]] = set()  # `Summary.writers`
 
     # -- statements ----------------------------------------------------------------------------
     def round_body(self, loop: Stmt, header: list[CallSite], start: State) -> State | None:
@@ -349,7 +350,10 @@ class Walk:
             known.update(binding_facts(self.a.passed.binding(self.record, call, name, held)))
         if receiver:
             known[RECEIVER] = receiver  # `self` in there is exactly this (`analysis.receivers`)
+        if name in self.a.watched:
+            self.writers.add((name, DOUBT in known))
         summary, cut, tainted = self.a.summary(name, known, env)
+        self.writers |= summary.writers
         self.cut |= cut
         self.tainted = self.tainted or tainted
         return self.apply(summary, state, hop, cadence)

@@ -211,6 +211,22 @@ class RoundContext:
         facts.update(self.invariants(record))
         return facts
 
+    def round_writers(self, record: FunctionRecord) -> frozenset[str]:
+        """The functions that may reassign an attribute the round is chosen under but cannot
+        trust (a shaky fact's): if the round runs none of them but on a path that needs the
+        fact broken already, nothing breaks it (`analysis.blocking`)."""
+        cls = class_of(record)
+        attributes = {
+            segs[1]
+            for cond in shaky_of(self.round_facts(record))
+            for segs in refs(cond)
+            if len(segs) >= 2 and segs[0] == SELF
+        }
+        found: set[str] = set()
+        for attr in sorted(attributes):
+            found |= self.stability.writers(cls, attr)
+        return frozenset(found)
+
     def entry_facts(
         self, record: FunctionRecord, call: CallSite | None, known: Mapping[Cond, Any]
     ) -> dict[Cond, Any]:

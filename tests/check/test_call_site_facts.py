@@ -157,3 +157,31 @@ def test_a_refusal_under_a_fact_the_round_may_lose_is_low_confidence(tmp_path: P
     assert by_callee["torch.cuda.synchronize"]["confidence"] == "low"
     assert "`s.mode`" in by_callee["torch.cuda.synchronize"]["confidence_note"]
     assert by_callee["open"]["confidence"] != "low"
+
+
+def _switched_past_the_refusal(extra_in_loop: str = "") -> str:
+    """REFUSALS where the mode is reassigned by `switch`, which the handler runs only past
+    its refusal (as a role switch re-initialises the mode)."""
+    switch = "    def switch(self):\n        self.mode = Mode.PREFILL\n\n"
+    code = REFUSALS.replace("    def event_loop_normal", switch + "    def event_loop_normal")
+    sync = "    torch.cuda.synchronize()\n"
+    code = code.replace(sync, sync + "    s.switch()\n")
+    loop = "            handle_switch(self, req)\n"
+    return code.replace(loop, loop + extra_in_loop)
+
+
+def test_a_fact_broken_only_past_its_own_refusal_holds_all_round(tmp_path: Path):
+    """The only writer of `mode` runs past a refusal the round's `mode == NULL` makes
+    certain: no path of the round breaks the fact first, so the work past the refusal is
+    not a path of the round at all (an inductive invariant), not merely doubted."""
+    _assert_marked(tmp_path, _switched_past_the_refusal(), {"rounds": ["*.event_loop_*"]})
+
+
+def test_a_writer_the_round_runs_outside_doubt_leaves_the_fact_shaky(tmp_path: Path):
+    code = _switched_past_the_refusal("            if poll():\n                self.switch()\n")
+    sync = "    torch.cuda.synchronize()"
+    findings = _assert_marked(
+        tmp_path, code.replace(sync + "\n", sync + "  # expect\n"), {"rounds": ["*.event_loop_*"]}
+    )
+    by_callee = {f.extra["blocking"]["callee"]: f.extra for f in findings}
+    assert by_callee["torch.cuda.synchronize"]["confidence"] == "low"
