@@ -27,6 +27,10 @@ from rankguard.summary.interface import interface_of
 from rankguard.summary.ir import FileSummary
 from rankguard.summary.parse import SummaryCache, default_cache_dir, parse_all
 
+# Resolutions one process shares between programs (a report's base and head), by interface key
+# (`interface_key`): the module parts that key's resolution made, as kept on disk.
+Shared = dict[str, dict]
+
 
 def make_cache(cache_dir: Path | None = None, enabled: bool = True) -> SummaryCache:
     return SummaryCache((cache_dir or default_cache_dir()) if enabled else None)
@@ -89,11 +93,13 @@ def _module_blobs(tree: SourceTree) -> dict[str, tuple[str, ...]]:
     return {module: tuple(sorted(blobs)) for module, blobs in found.items()}
 
 
-def load_program(tree: SourceTree, cache: SummaryCache | None = None) -> Program:
+def load_program(
+    tree: SourceTree, cache: SummaryCache | None = None, shared: Shared | None = None
+) -> Program:
     cache = cache or SummaryCache(None)
     with paused_gc():
         summaries, errors = parse_all(tree.files, cache)
-        return program_from_summaries(tree, summaries, errors, cache)
+        return program_from_summaries(tree, summaries, errors, cache, shared)
 
 
 def program_from_summaries(
@@ -101,9 +107,12 @@ def program_from_summaries(
     summaries: dict[str, FileSummary],
     errors: list[ErrorRecord],
     cache: SummaryCache,
+    shared: Shared | None = None,
 ) -> Program:
     """The program over summaries a caller already holds (one parse serves both), with its
-    resolution from the cache when this exact file set was resolved before."""
+    resolution from the cache when this exact file set was resolved before. With `shared`,
+    module parts made under the same interfaces are taken from (and given to) the other
+    programs of this process, with or without the disk cache."""
     with paused_gc():
         progress.current().phase("resolve", len(summaries), "modules")
         where = _resolution_path(cache, program_key(tree, cache))
@@ -114,8 +123,10 @@ def program_from_summaries(
                 return build_program(tree, summaries, errors, cached)[0]
             except (KeyError, ValueError):  # a resolution that does not fit: rebuild it
                 pass
-        by_interface = _resolution_path(cache, interface_key(tree, summaries, cache), "modules")
-        reuse = _reusable(tree, store.load(by_interface, dict)) if by_interface else {}
+        faces = interface_key(tree, summaries, cache)
+        by_interface = _resolution_path(cache, faces, "modules")
+        known = shared.get(faces) if shared is not None else None
+        reuse = _reusable(tree, known if known is not None else store.load(by_interface, dict))
         try:
             program, resolution = build_program(tree, summaries, errors, reuse=reuse)
         except (KeyError, ValueError):  # a part that does not fit: resolve everything
@@ -125,6 +136,8 @@ def program_from_summaries(
         store.store(where, resolution)
         packed = {"blobs": _module_blobs(tree), "modules": resolution["modules"]}
         store.store(by_interface, packed)
+        if shared is not None:
+            shared[faces] = packed
     return program
 
 

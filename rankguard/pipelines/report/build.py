@@ -15,6 +15,7 @@ from typing import Any
 from rankguard.analysis.inventory.table import Inventory
 from rankguard.core.config import Config
 from rankguard.core.errors import ErrorRecord
+from rankguard.model.load import Shared
 from rankguard.pipelines.report.findings import FindingDiff, diff_findings
 from rankguard.pipelines.report.literals import (
     BrokenRow,
@@ -49,7 +50,7 @@ class Report:
 
     @property
     def base_errors(self) -> list[ErrorRecord]:
-        return sorted(self.base.program.errors)
+        return sorted(self.base.errors)
 
     def exit_code(self, fail_on: str) -> int:
         if self.errors:
@@ -142,13 +143,20 @@ def build_report(
     staleness_source: RowSource | None = None,
 ) -> Report:
     subdir = subdir.strip("/")
-    base = load_side("base", repo_path, base_rev, subdir, config, cache, rules, staleness_source)
-    head = load_side("head", repo_path, head_rev, subdir, config, cache, rules, staleness_source)
+    shared: Shared = {}  # the head re-uses the base's resolution where the modules agree
+    base = load_side(
+        "base", repo_path, base_rev, subdir, config, cache, rules, staleness_source, shared
+    )
+    head = load_side(
+        "head", repo_path, head_rev, subdir, config, cache, rules, staleness_source, shared
+    )
     base_commit, head_commit = commit_of(repo_path, base.commit), commit_of(repo_path, head.commit)
     changes = changed_files(base_commit, head_commit, subdir)
     base_paths = {p for c in changes if c.base_path and (p := _relative(c.base_path, subdir))}
     head_paths = {p for c in changes if c.head_path and (p := _relative(c.head_path, subdir))}
-    findings = diff_findings(base.result.findings, head.result.findings, base.program, head.program)
+    findings = diff_findings(
+        base.result.findings, head.result.findings, base.local_names, head.local_names
+    )
     literals = diff_literals(
         side_sites(base, config, base_paths), side_sites(head, config, head_paths)
     )
@@ -168,7 +176,7 @@ def build_report(
     if inventory is not None:
         report.broken = broken_rows(inventory, base, head, config)
         report.errors += inventory.errors
-    report.errors += head.program.errors
+    report.errors += head.errors
     report.errors += base.result.failures + head.result.failures  # rules that raised
     report.errors += [ErrorRecord("<ruff>", message) for message in parity.errors]
     report.errors = sorted(set(report.errors))

@@ -63,19 +63,20 @@ def loose_key(finding: Finding, local: dict[str, str]) -> tuple[Any, ...]:
 def diff_findings(
     base: Sequence[Finding],
     head: Sequence[Finding],
-    base_program: Program | None = None,
-    head_program: Program | None = None,
+    base_local: dict[str, str] | None = None,
+    head_local: dict[str, str] | None = None,
 ) -> FindingDiff:
+    """`base_local` / `head_local`: each side's `local_names` (without them nothing is paired
+    as moved)."""
     out = FindingDiff()
     base_prints = {f.fingerprint for f in base}
     head_prints = {f.fingerprint for f in head}
     out.unchanged = sorted(f for f in head if f.fingerprint in base_prints)
     gone = sorted(f for f in base if f.fingerprint not in head_prints)
     came = sorted(f for f in head if f.fingerprint not in base_prints)
-    if base_program is None or head_program is None:
+    if base_local is None or head_local is None:
         out.new, out.resolved = came, gone
         return out
-    base_local, head_local = local_names(base_program), local_names(head_program)
     waiting: dict[tuple[Any, ...], list[Finding]] = defaultdict(list)
     for finding in gone:
         waiting[loose_key(finding, base_local)].append(finding)

@@ -2,6 +2,10 @@
 
 Both sides share one summary cache (content-addressed by blob id), so the head pays only for
 the blobs the change touched; with the disk cache off an in-memory layer still shares them.
+They share the resolution too (`Shared`): the head re-resolves only the modules whose content
+changed, when no interface did. A side keeps what the report's sections read of its program
+(its errors, its functions' local names, its summaries), not the program: the base's model and
+analyses are gone before the head's are built, so a report holds one program at a time.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from typing import Any
 from rankguard.adapters.sources import SourceTree, open_repository, read_revision, resolve_revision
 from rankguard.analysis.discovery import Discovery, require_rounds
 from rankguard.core.config import Config
-from rankguard.model.load import load_program
-from rankguard.model.program import Program
+from rankguard.core.errors import ErrorRecord
+from rankguard.model.load import Shared, load_program
+from rankguard.pipelines.report.findings import local_names
 from rankguard.pipelines.report.staleness import RowSource
 from rankguard.pipelines.results_cache import Results, load_results, results_path, store_results
 from rankguard.rules.base import Rule, RuleContext
@@ -30,14 +35,12 @@ class Side:
     rev: str  # as the user wrote it
     commit: str  # full hexsha
     tree: SourceTree
-    program: Program
     result: CheckResult
+    errors: list[ErrorRecord]  # the program's: files unread, unparsed, or a module read twice
+    local_names: dict[str, str]  # `findings.local_names` of the program
+    summaries: dict[str, FileSummary]  # by path, of the modules the program holds
     staleness: list[dict[str, Any]] | None = None  # None: the audit is not available
     discovery: Discovery | None = None  # the rounds discovered, when none are configured
-
-    @property
-    def summaries(self) -> dict[str, FileSummary]:
-        return {m.path: m.summary for m in self.program.modules.values()}
 
     @property
     def data(self) -> dict[str, bytes]:
@@ -61,16 +64,18 @@ def load_side(
     cache: SummaryCache,
     rules: Sequence[type[Rule]],
     staleness_source: RowSource | None = None,
+    shared: Shared | None = None,
 ) -> Side:
     """Read `rev` (below `subdir`), build its program and run every chosen rule on it (or
     take the results from the cache when this exact file set was analysed before).
 
     Each side's rounds are its own: configured patterns, else discovered from that revision's
     code (a loop the head adds is a round the head adds). The head must have rounds: a
-    pattern matching nothing there, or nothing discovered, is an input error."""
+    pattern matching nothing there, or nothing discovered, is an input error. `shared`: the
+    resolution both sides of one report share (`model.load.Shared`)."""
     commit = commit_of(repo_path, rev)
     tree = read_revision(repo_path, commit.hexsha, subdir, config.exclude)
-    program = load_program(tree, cache)
+    program = load_program(tree, cache, shared)
     data = {f.path: f.data for f in tree.files}
     context = RuleContext(
         program, config, read_source=lambda rel: data[rel].decode("utf-8", "replace")
@@ -88,4 +93,9 @@ def load_side(
         if not check.failures:  # a rule that raised is retried next run, not remembered
             store_results(where, results)
     rows = results.staleness if staleness_source is not None else None
-    return Side(label, rev, commit.hexsha, tree, program, results.check, rows, discovery)
+    summaries = {m.path: m.summary for m in program.modules.values()}
+    names = local_names(program)
+    return Side(
+        label, rev, commit.hexsha, tree, results.check, program.errors, names, summaries,
+        rows, discovery,
+    )  # fmt: skip
