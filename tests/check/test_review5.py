@@ -380,3 +380,75 @@ def loop():
 """,
         {"rounds": ["mod.loop"]},
     )
+
+
+@pytest.mark.xfail(
+    strict=True, reason="context._params keeps self for a bound method called by a bare name"
+)
+def test_a_bound_method_called_through_a_parameter_gives_argument_facts_to_self(
+    tmp_path: Path,
+):
+    """`run(self.process, b)` calls `fn(batch)`: the bare-name call keeps `process`'s `self`
+    among the parameters the arguments fill, so `batch.kind == IDLE` lands on `self.kind`."""
+    _assert_marked(
+        tmp_path,
+        """
+class Kind:
+    IDLE = 0
+    EXTEND = 1
+
+def run(fn, batch):
+    fn(batch)
+
+class Worker:
+    def __init__(self, kind):
+        self.kind = kind
+
+    def process(self, batch):
+        if self.kind == Kind.EXTEND:
+            torch.cuda.synchronize()  # expect
+
+    def event_loop_normal(self):
+        while True:
+            b = recv()
+            if b.kind == Kind.IDLE:
+                run(self.process, b)
+            dist.barrier()
+""",
+        ROUNDS,
+    )
+
+
+@pytest.mark.xfail(strict=True, reason="context.bindings restates facts a callee's mutation breaks")
+def test_a_fact_on_an_argument_survives_a_method_that_resets_it(tmp_path: Path):
+    """The caller knows `work.kind == IDLE`; the callee first runs `work.advance()`, a method
+    that reassigns `kind` (`Work.kind` is not stable), then tests it. The restated fact is
+    trusted as if nothing could change it; a round fact on the same attribute would be shaky."""
+    _assert_marked(
+        tmp_path,
+        """
+class Kind:
+    IDLE = 0
+    EXTEND = 1
+
+class Work:
+    def __init__(self):
+        self.kind = Kind.IDLE
+
+    def advance(self):
+        self.kind = Kind.EXTEND
+
+def run(work):
+    work.advance()
+    if work.kind == Kind.EXTEND:
+        torch.cuda.synchronize()  # expect
+
+def loop():
+    while True:
+        work = recv()
+        if work.kind == Kind.IDLE:
+            run(work)
+        dist.barrier()
+""",
+        {"rounds": ["mod.loop"]},
+    )
