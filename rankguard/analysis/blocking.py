@@ -58,6 +58,7 @@ from rankguard.analysis.blocking_walk import Walk
 from rankguard.analysis.context import RoundContext
 from rankguard.analysis.hardware import platform_facts
 from rankguard.analysis.passed import PassedCallables
+from rankguard.analysis.reach import FOLLOWED
 from rankguard.analysis.receivers import Receivers
 from rankguard.analysis.results import ResultConditions
 from rankguard.analysis.rounds import Round
@@ -102,7 +103,11 @@ class BlockingAnalysis:
         self.passed = PassedCallables(program)
         self.results = ResultConditions(program.functions)
         self.writers = {r.function.qualname: self.context.round_writers(r.function) for r in rounds}
-        self.watched = frozenset().union(*self.writers.values())
+        self._callers = _callers(program, frozenset().union(*filter(None, self.writers.values())))
+        # What summaries say they run (`Summary.writers`): the writers and what calls them.
+        self.watched = frozenset(self._callers).union(
+            *({caller for caller, _ in edges} for edges in self._callers.values())
+        )
         self._memo: dict[MemoKey, tuple[Summary, bool]] = {}
         self._stack: list[str] = []
         self.kept = (
@@ -224,11 +229,36 @@ class BlockingAnalysis:
         return Regions(rnd, list(pairs.values()), list(tail.values()))
 
     def inductive(self, round_name: str, entered: set[tuple[str, bool]]) -> bool:
-        """The round's shaky facts hold all round: it runs every function that may reassign
-        what they read, and each only on paths that need a fact broken already (in doubt), so
-        none is run. A writer the round never runs stays a breaker: something else calls it,
-        maybe another thread mid-round. Known only for the rounds the analysis was made for."""
+        """The round's shaky facts hold all round: every function that may reassign what they
+        read runs only where the round runs it, and there only on paths that need a fact
+        broken already (in doubt), so none runs. Each way in to a writer must be accounted
+        for: a call the walk follows (`reach.FOLLOWED`) from code the round runs, or from the
+        object's construction (done before the round is chosen). A callback or thread target,
+        a caller the round never runs, a call from the round function itself (maybe before its
+        loop, which the walk does not see) keep the doubt. Known only for the rounds the
+        analysis was made for."""
         writers = self.writers.get(round_name)
         if not writers or round_name in writers:
             return False
-        return all((w, True) in entered and (w, False) not in entered for w in writers)
+        construction = self.context.stability.construction()
+        for writer in writers:
+            if (writer, False) in entered or (writer, True) not in entered:
+                return False
+            for caller, kind in self._callers[writer]:
+                if kind not in FOLLOWED or caller == round_name:
+                    return False
+                ran = (caller, False) in entered or (caller, True) in entered
+                if not ran and caller not in construction:
+                    return False
+        return True
+
+
+def _callers(program: Program, writers: frozenset[str]) -> dict[str, set[tuple[str, str]]]:
+    """writer -> (caller, edge kind) of every resolved edge into it."""
+    found: dict[str, set[tuple[str, str]]] = {w: set() for w in writers}
+    for caller, resolved in program.calls.items():
+        for call in resolved:
+            for target in call.targets:
+                if target.name in found:
+                    found[target.name].add((caller, target.kind))
+    return found

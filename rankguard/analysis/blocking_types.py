@@ -164,9 +164,11 @@ def _agreed(maps: list[Mapping[Any, Any]]) -> dict[Any, Any]:
 
 
 def same(a: State, b: State) -> bool:
+    """Nothing new: the same calls pending, each ranked the same (a later pass may reach a
+    call on a path not in doubt that the first reached only in doubt: `outranks`)."""
     return (
         a.clean == b.clean
-        and a.pending.keys() == b.pending.keys()
+        and _ranks(a.pending) == _ranks(b.pending)
         and a.env == b.env
         and a.known == b.known
         and a.taken == b.taken
@@ -189,3 +191,7 @@ class Regions:
 
 def cadenced(call: BlockingCall, reason: str) -> BlockingCall:
     return call if call.cadenced else copied(call, cadenced=reason)
+
+
+def _ranks(pending: Mapping[Key, BlockingCall]) -> dict[Key, tuple[bool, bool]]:
+    return {k: (bool(c.doubt), bool(c.cadenced)) for k, c in pending.items()}

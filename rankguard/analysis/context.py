@@ -13,7 +13,7 @@ middle of a round.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -211,20 +211,28 @@ class RoundContext:
         facts.update(self.invariants(record))
         return facts
 
-    def round_writers(self, record: FunctionRecord) -> frozenset[str]:
-        """The functions that may reassign an attribute the round is chosen under but cannot
-        trust (a shaky fact's): if the round runs none of them but on a path that needs the
-        fact broken already, nothing breaks it (`analysis.blocking`)."""
+    def round_writers(self, record: FunctionRecord) -> frozenset[str] | None:
+        """The functions that may reassign what a fact the round is chosen under but cannot
+        trust (a shaky fact) reads: `self.mode` on the round's object, and, past it, any
+        attribute of that name anywhere (`self.args.mode`: whatever `args` holds). None where
+        one may be a property, whose value follows state this does not follow. If the round
+        runs none of them but on a path that needs the fact broken already, nothing breaks it
+        (`BlockingAnalysis.inductive`)."""
         cls = class_of(record)
-        attributes = {
-            segs[1]
-            for cond in shaky_of(self.round_facts(record))
-            for segs in refs(cond)
-            if len(segs) >= 2 and segs[0] == SELF
-        }
         found: set[str] = set()
-        for attr in sorted(attributes):
-            found |= self.stability.writers(cls, attr)
+        for cond in shaky_of(self.round_facts(record)):
+            for segs in refs(cond):
+                if (
+                    len(segs) < 2
+                    or segs[0] != SELF
+                    or isinstance(evaluate(("ref", segs), {}), Symbol)
+                ):
+                    continue
+                owners = [cls, *[None] * (len(segs) - 2)]
+                for owner, attr in zip(owners, segs[1:], strict=True):
+                    if self.stability.computed(owner, attr):
+                        return None
+                    found |= self.stability.writers(owner, attr)
         return frozenset(found)
 
     def entry_facts(
@@ -240,8 +248,11 @@ class RoundContext:
         facts.update(self.aliased(record, known))
         facts.update(self.invariants(record))
         if call is not None:
-            facts.update(bindings(record, call, known))
+            facts.update(bindings(record, call, known, self._settled_anywhere))
         return facts
+
+    def _settled_anywhere(self, attr: str) -> bool:
+        return self.stability.settled(None, attr)
 
     def _call_sites(self, name: str) -> Iterator[tuple[FunctionRecord, CallSite]]:
         for caller in sorted(self.program.calls):
@@ -251,12 +262,19 @@ class RoundContext:
 
 
 def _params(callee: FunctionRecord, call: CallSite) -> list[Param]:
-    """The parameters the call's arguments fill (a bound method's `self` left out)."""
+    """The parameters the call's arguments fill. A method's `self` is filled by the receiver,
+    or by the bound method a bare name holds (`fn = self.process; fn(batch)`), except where
+    the call names the class and passes the instance itself (`Base.method(self, batch)`)."""
     params = list(callee.info.params)
-    bound_self = callee.info.cls is not None and params and params[0].name in ("self", "cls")
-    if bound_self and (len(call.target) >= 2 or callee.info.name == "__init__"):
-        params = params[1:]
-    return params
+    info = callee.info
+    if info.cls is None or not params or params[0].name not in ("self", "cls"):
+        return params
+    if info.decorated("staticmethod"):
+        return params
+    via_class = len(call.target) >= 2 and call.target[-2][:1].isupper() and call.target[0] != SELF
+    if via_class and info.name != "__init__" and not info.decorated("classmethod"):
+        return params
+    return params[1:]
 
 
 def passed_arguments(callee: FunctionRecord, call: CallSite) -> dict[str, tuple[str, str]]:
@@ -274,16 +292,25 @@ def passed_arguments(callee: FunctionRecord, call: CallSite) -> dict[str, tuple[
     return out
 
 
-def bindings(callee: FunctionRecord, call: CallSite, known: Mapping[Cond, Any]) -> dict[Cond, Any]:
-    """Constant parameters of `callee` at `call`: literal arguments, known names passed on,
-    and literal defaults of parameters the call leaves out."""
+def bindings(
+    callee: FunctionRecord,
+    call: CallSite,
+    known: Mapping[Cond, Any],
+    settled: Callable[[str], bool],
+) -> dict[Cond, Any]:
+    """What holds of `callee`'s parameters on entry from `call`: literal arguments and the
+    literal defaults of those it leaves out, and what the caller knows of each argument (a
+    fact on an attribute of it only where no method anywhere reassigns that attribute:
+    `settled`, since the callee may run one)."""
     starred = any(a.startswith("*") for a in call.args) or any(k == "**" for k, _ in call.kwargs)
     literal = dict(call.literals)
     passed = passed_arguments(callee, call)
     out: dict[Cond, Any] = {}
+    named: set[str] = set()
     for param in _params(callee, call):
         if param.name.startswith("*"):
             break
+        named.add(param.name)
         if param.name in passed:
             key, text = passed[param.name]
             if key in literal:
@@ -294,10 +321,20 @@ def bindings(callee: FunctionRecord, call: CallSite, known: Mapping[Cond, Any]) 
             out[("ref", (param.name,))] = param.literal[0]
     shaky = shaky_of(known)
     for name, (key, text) in passed.items():
-        if key not in literal and not _constant_name(text):
-            out.update(_restated(known, text, name))
+        if name in named and key not in literal and not _constant_name(text):
+            restated = _restated(known, text, name)
+            out.update((c, v) for c, v in restated.items() if _settled_reads(c, settled))
             out.update(shaky_facts(_restated(shaky, text, name)))
     return out
+
+
+def _settled_reads(cond: Cond, settled: Callable[[str], bool]) -> bool:
+    """Every attribute `cond` reads past its root is one nothing reassigns after construction
+    (an enum member is a constant)."""
+    return all(
+        isinstance(evaluate(("ref", segs), {}), Symbol) or all(map(settled, segs[1:]))
+        for segs in refs(cond)
+    )
 
 
 def _restated(known: Mapping[Cond, Any], text: str, param: str) -> dict[Cond, Any]:

@@ -6,7 +6,7 @@ A handler that refuses work in a mode usually asks a helper for the reason to re
 work past the refusal (a teardown, a rebuild that reassigns the mode) runs only where the
 helper found none. Two shapes are read, at the top level of the helper's body:
 
-- `if c: return <display>` (a tuple, list, dict or set display, a non-None constant), or
+- `if c: return <display>` (a tuple or list display, a comprehension, a non-None constant), or
   `if c: raise ...`: where `c` holds on entry, the helper does not return None;
 - `return next((<display> for a, b, m in table if a), None)` over a local table of tuple
   rows: each row whose test holds makes the result a display.
@@ -19,6 +19,7 @@ reads; that is not followed (as assignments through callees are not, elsewhere).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
 from rankguard.model.facts import Cond, Symbol, evaluate, refs, rename
@@ -26,6 +27,7 @@ from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CallSite, Segs, Stmt, walk_statements
 
 _OTHER: Cond = ("other",)
+_PLAIN_DECORATORS = frozenset(("staticmethod", "classmethod"))
 _MARK = "<parameter:{}>"  # a root no Python name can be, while parameters become arguments
 
 
@@ -76,12 +78,19 @@ def _reference(text: str) -> bool:
 
 
 def _conditions(record: FunctionRecord) -> tuple[Cond, ...]:
-    if record.info.is_generator or record.info.is_async:
+    info = record.info
+    if info.is_generator or info.is_async:
         return ()  # calling it makes a generator or a coroutine: never None, never its result
-    params = {p.name.lstrip("*") for p in record.info.params}
+    if any(d and d[-1] not in _PLAIN_DECORATORS for d in info.decorators):
+        return ()  # a decorator may catch the raise or stand in for the result
+    # A name assigned anywhere in the body (a branch, a loop, twice) is not what it was on
+    # entry, or not one value: only a parameter never assigned, and a local assigned once at
+    # the top, are read through.
+    writes = Counter(t[0] for s in walk_statements(info.body) for t in s.targets if len(t) == 1)
+    params = {p.name.lstrip("*") for p in info.params} - set(writes)
     local: dict[str, Cond] = {}
     found: list[Cond] = []
-    for stmt in record.info.body:
+    for stmt in info.body:
         if stmt.kind == "return":
             found += [_in_parameters(c, local, params) for c in _table_rows(stmt.tree, local)]
             break
@@ -89,17 +98,10 @@ def _conditions(record: FunctionRecord) -> tuple[Cond, ...]:
             found.append(_in_parameters(stmt.cond, local, params))
         elif _returns([stmt]):
             break
-        if stmt.kind == "assign":
-            _assigned(stmt, local)
+        if stmt.kind == "assign" and len(stmt.targets) == 1 and len(stmt.targets[0]) == 1:
+            name = stmt.targets[0][0]
+            local[name] = stmt.tree if writes[name] == 1 else _OTHER
     return tuple(c for c in found if c != _OTHER)
-
-
-def _assigned(stmt: Stmt, local: dict[str, Cond]) -> None:
-    names = [t[0] for t in stmt.targets if len(t) == 1]
-    for name in names:
-        # A second assignment leaves the local unknown: which one a test reads is not followed.
-        twice = name in local
-        local[name] = stmt.tree if len(stmt.targets) == 1 and not twice else _OTHER
 
 
 def _returns(block: Sequence[Stmt]) -> bool:

@@ -59,8 +59,7 @@ class Stability:
         key = (cls, attr)
         found = self._settled.get(key)
         if found is None:
-            related = self.related(cls) if cls else None
-            found = not self._method(related, attr) and not self.writers(cls, attr)
+            found = not self.computed(cls, attr) and not self.writers(cls, attr)
             self._settled[key] = found
         return found
 
@@ -74,6 +73,10 @@ class Stability:
             for owners in (self._owners_of(function, target),)
             if related is None or owners is _ANY or owners & related
         )
+
+    def computed(self, cls: str | None, attr: str) -> bool:
+        """`attr` may be a property of an object of `cls`: its value follows other state."""
+        return self._method(self.related(cls) if cls else None, attr)
 
     def _method(self, related: frozenset[str] | None, attr: str) -> bool:
         """`attr` names a method (a property) of a class whose methods may run on the object

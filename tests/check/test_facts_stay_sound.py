@@ -1,11 +1,13 @@
-"""Review of issue #13's precision change (a390076..e3fa42a): each case is a real straggler
-(marked `# expect`) that the change drops. Strict xfails: they turn red once mended."""
+"""Real stragglers (marked `# expect`) that the precision facts must not drop: a round fact
+is inductive only where every writer of what it reads is accounted for (deeper attributes,
+properties, writers before the loop or on another thread), a refusal helper is read only where
+its test sees the parameter as passed (no reassignment, no unknown decorator), and what a caller
+knows of an argument lands on the parameter that takes it and only while nothing may reset it.
+Written by a fresh reviewer of that change; each failed before its mend."""
 
 from __future__ import annotations
 
 from pathlib import Path
-
-import pytest
 
 from tests.check.test_blocking import _assert_marked
 
@@ -18,7 +20,6 @@ class Mode:
 """
 
 
-@pytest.mark.xfail(strict=True, reason="context.round_writers watches writers of segs[1] only")
 def test_inductive_rule_misses_writers_of_a_deeper_attribute(tmp_path: Path):
     """The shaky fact reads `self.args.mode`; `round_writers` watches only writers of `args`
     (`reload`, run in doubt), not of `.mode` on the args object (`poke`, run every round
@@ -53,9 +54,6 @@ def dispatch(s: S):
     )
 
 
-@pytest.mark.xfail(
-    strict=True, reason="BlockingAnalysis.inductive ignores writers run outside the walked loop"
-)
 def test_inductive_rule_ignores_a_writer_run_before_the_loop(tmp_path: Path):
     """The round function switches the mode before its loop (not walked by `regions`): the
     selecting fact never holds in any round, yet the only writer is also run in doubt in the
@@ -89,9 +87,6 @@ def dispatch(s: S):
     )
 
 
-@pytest.mark.xfail(
-    strict=True, reason="BlockingAnalysis.inductive ignores writers run outside the round"
-)
 def test_inductive_rule_ignores_a_writer_another_thread_runs(tmp_path: Path):
     """`switch` is also a thread's target: it can break the fact mid-round whatever the round
     does, but the rule only asks whether the round runs it outside doubt."""
@@ -127,7 +122,6 @@ def dispatch(s: S):
     )
 
 
-@pytest.mark.xfail(strict=True, reason="blocking_types.same ignores doubt; inductive drops")
 def test_a_loop_fixpoint_keeps_a_doubted_copy_that_the_inductive_rule_drops(tmp_path: Path):
     """`same()` compares pending keys, not their doubt: the loop's second pass reaches
     `wait_helper` undoubted (`busy` is unknown by then), but the first pass's doubted copy is
@@ -168,9 +162,6 @@ def dispatch(s: S):
     )
 
 
-@pytest.mark.xfail(
-    strict=True, reason="results._in_parameters reads a reassigned parameter as the argument"
-)
 def test_a_refusal_helper_that_reassigns_its_parameter_first(tmp_path: Path):
     """`refuse` normalises `kind` before testing it: the test reads the new value, but
     `analysis.results` reads it as the argument, so `reason is not None` is taken as
@@ -205,7 +196,6 @@ def loop():
     )
 
 
-@pytest.mark.xfail(strict=True, reason="results._assigned sees top-level assignments only")
 def test_a_refusal_helper_whose_local_is_reassigned_under_a_branch(tmp_path: Path):
     """`sa` is reassigned under an `if` before the test; `_assigned` sees only top-level
     assignments, so the test is read as `s.args.off` though it may read `s.other.off`."""
@@ -236,9 +226,6 @@ def loop(s):
     )
 
 
-@pytest.mark.xfail(
-    strict=True, reason="context.bindings restates facts for keywords no parameter takes"
-)
 def test_keyword_into_kwargs_restates_a_fact_on_a_global_of_the_same_name(tmp_path: Path):
     """`work(**opts)` has no parameter `endpoint`; the keyword's facts are restated about the
     name `endpoint` anyway, and the callee's global `endpoint` is then taken as not None."""
@@ -263,7 +250,6 @@ def loop():
     )
 
 
-@pytest.mark.xfail(strict=True, reason="context._params drops self for Base.method(self, ...)")
 def test_an_explicit_base_call_gives_self_facts_to_the_wrong_parameter(tmp_path: Path):
     """`Base.process(self, batch)`: `_params` drops the callee's `self` (the call has a dotted
     target) though the call passes `self` first, so the caller's facts on `self` land on
@@ -301,9 +287,6 @@ def dispatch(w: Worker):
     )
 
 
-@pytest.mark.xfail(
-    strict=True, reason="context.round_writers misses writes of a property's backing attribute"
-)
 def test_inductive_rule_misses_a_write_behind_a_property(tmp_path: Path):
     """`mode` is a property over `_mode`: `round_writers` lists who assigns `.mode` (`switch`,
     run in doubt) but not `rotate`, which assigns `_mode` every round outside doubt."""
@@ -345,7 +328,6 @@ def dispatch(s: S):
     )
 
 
-@pytest.mark.xfail(strict=True, reason="results trusts a helper behind an unknown decorator")
 def test_a_raise_behind_a_decorator_that_swallows_it_is_no_refusal(tmp_path: Path):
     """`if c: raise` makes the result certain only where nothing between catches the raise:
     `quiet`, a library decorator (not followed: the model calls `refuse` itself), may turn it
@@ -382,9 +364,6 @@ def loop():
     )
 
 
-@pytest.mark.xfail(
-    strict=True, reason="context._params keeps self for a bound method called by a bare name"
-)
 def test_a_bound_method_called_through_a_parameter_gives_argument_facts_to_self(
     tmp_path: Path,
 ):
@@ -419,7 +398,6 @@ class Worker:
     )
 
 
-@pytest.mark.xfail(strict=True, reason="context.bindings restates facts a callee's mutation breaks")
 def test_a_fact_on_an_argument_survives_a_method_that_resets_it(tmp_path: Path):
     """The caller knows `work.kind == IDLE`; the callee first runs `work.advance()`, a method
     that reassigns `kind` (`Work.kind` is not stable), then tests it. The restated fact is
