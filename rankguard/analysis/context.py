@@ -31,6 +31,7 @@ from rankguard.model.facts import (
     assume,
     complemented,
     evaluate,
+    member,
     refs,
     rename,
     rooted,
@@ -222,11 +223,7 @@ class RoundContext:
         found: set[str] = set()
         for cond in shaky_of(self.round_facts(record)):
             for segs in refs(cond):
-                if (
-                    len(segs) < 2
-                    or segs[0] != SELF
-                    or isinstance(evaluate(("ref", segs), {}), Symbol)
-                ):
+                if len(segs) < 2 or segs[0] != SELF or member(segs):
                     continue
                 owners = [cls, *[None] * (len(segs) - 2)]
                 for owner, attr in zip(owners, segs[1:], strict=True):
@@ -331,17 +328,14 @@ def bindings(
 def _settled_reads(cond: Cond, settled: Callable[[str], bool]) -> bool:
     """Every attribute `cond` reads past its root is one nothing reassigns after construction
     (an enum member is a constant)."""
-    return all(
-        isinstance(evaluate(("ref", segs), {}), Symbol) or all(map(settled, segs[1:]))
-        for segs in refs(cond)
-    )
+    return all(member(segs) or all(map(settled, segs[1:])) for segs in refs(cond))
 
 
 def _restated(known: Mapping[Cond, Any], text: str, param: str) -> dict[Cond, Any]:
     """What the caller knows of the argument `text` (`_endpoint is None` is false past an
     early return; `work.kind == Kind.IDLE`), said of the parameter it fills."""
-    segs = tuple(text.split("."))
-    if not all(p.isidentifier() for p in segs):
+    segs = dotted(text)
+    if segs is None:
         return {}
     out: dict[Cond, Any] = {}
     for cond, value in known.items():
@@ -371,8 +365,8 @@ def placements(
     out: dict[str, str] = {}
     positional = [o for o in call.operands if o.keyword is None]
     for name, (key, text) in passed_arguments(callee, call).items():
-        parts = tuple(text.split("."))
-        if all(p.isidentifier() for p in parts):
+        parts = dotted(text)
+        if parts is not None:
             place = of_segs(parts, env, attrs)
         else:
             operand = positional[int(key)] if key.isdigit() else call.operand(key)
@@ -397,6 +391,12 @@ def _getter(segs: tuple[str, ...]) -> bool:
 def _global(cond: Cond) -> bool:
     found = list(refs(cond))
     return bool(found) and all(_getter(segs) for segs in found)
+
+
+def dotted(text: str) -> Segs | None:
+    """`w`, `self.batch`: an argument's text that is a plain reference, as segments."""
+    parts = tuple(text.split("."))
+    return parts if all(p.isidentifier() for p in parts) else None
 
 
 def _constant_name(text: str) -> bool:

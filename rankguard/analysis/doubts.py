@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rankguard.analysis.blocking_types import BlockingCall, Key, copied
-from rankguard.model.facts import Cond, Symbol, contradicts, evaluate, refs
+from rankguard.model.facts import Cond, contradicts, member, refs
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import Segs, Stmt, segs_text
 
@@ -66,7 +66,7 @@ def doubt(stmt: Stmt, positive: bool, known: Mapping[Cond, Any], record: Functio
 
 def _attribute(segs: Segs) -> bool:
     """`self.mode`, `s.mode`: an attribute, not a local or an enum member (`Mode.NULL`)."""
-    return len(segs) >= 2 and not isinstance(evaluate(("ref", segs), {}), Symbol)
+    return len(segs) >= 2 and not member(segs)
 
 
 def doubted(

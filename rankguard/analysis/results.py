@@ -22,7 +22,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from rankguard.model.facts import Cond, Symbol, evaluate, refs, rename
+from rankguard.analysis.context import dotted
+from rankguard.model.facts import Cond, member, refs, rename
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CallSite, Segs, Stmt, walk_statements
 
@@ -57,11 +58,10 @@ def at_call(
 ) -> list[Cond]:
     """The conditions restated in the caller's terms: each parameter becomes the reference
     the call passes for it (`passed`: parameter -> argument text), `self` the receiver."""
-    arguments = {p: tuple(t.split(".")) for p, t in passed.items() if _reference(t)}
-    if callee.info.cls is not None and len(call.target) >= 2:
-        receiver = tuple(call.target[:-1])
-        if all(s.isidentifier() for s in receiver):
-            arguments.setdefault("self", receiver)
+    arguments = {p: segs for p, t in passed.items() if (segs := dotted(t)) is not None}
+    receiver = dotted(".".join(call.target[:-1])) if len(call.target) >= 2 else None
+    if callee.info.cls is not None and receiver is not None:
+        arguments.setdefault("self", receiver)
     out: list[Cond] = []
     for cond in conds:
         roots = {segs[0] for segs in refs(cond)} - {_MARK.format(p) for p in arguments}
@@ -71,10 +71,6 @@ def at_call(
             cond = rename(cond, (_MARK.format(param),), segs)
         out.append(cond)
     return out
-
-
-def _reference(text: str) -> bool:
-    return all(part.isidentifier() for part in text.split("."))
 
 
 def _conditions(record: FunctionRecord) -> tuple[Cond, ...]:
@@ -148,7 +144,7 @@ def _in_parameters(cond: Cond, local: Mapping[str, Cond], params: set[str]) -> C
     anything but parameters and enum-like constants."""
     cond = _substituted(cond, {k: v for k, v in local.items() if k not in params})
     for segs in refs(cond):
-        if segs[0] not in params and not isinstance(evaluate(("ref", segs), {}), Symbol):
+        if segs[0] not in params and not member(segs):
             return _OTHER
     for param in params:
         cond = rename(cond, (param,), (_MARK.format(param),))

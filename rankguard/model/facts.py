@@ -51,6 +51,11 @@ def _symbol(segs: Segs) -> Symbol | None:
     return None
 
 
+def member(segs: Segs) -> bool:
+    """`Mode.NULL`: an enum-like constant, which no assignment changes."""
+    return _symbol(segs) is not None
+
+
 def evaluate(cond: Cond, facts: Facts) -> Any:
     """The value of `cond` under `facts`, or UNKNOWN."""
     if not cond:
