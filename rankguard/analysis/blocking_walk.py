@@ -23,6 +23,7 @@ from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.context import passed_arguments, placements
 from rankguard.analysis.doubts import DOUBT, doubted, forget_shaky, shaky_facts, shaky_of
 from rankguard.analysis.doubts import doubt as doubt_of
+from rankguard.analysis.drained import after, dominated
 from rankguard.analysis.passed import binding_facts, held_in, narrowed
 from rankguard.analysis.precision import assigned_fact, cadence_of
 from rankguard.analysis.reach import edge_of, followed
@@ -296,9 +297,12 @@ class Walk:
             self.record, call, stmt_calls, targets, state.env, state.taken, cadence, state.known
         )
         if blocking is not None:
+            if dominated(blocking, state.known):
+                return state  # nothing queued since the last sync: it does not wait
             pending = dict(state.pending)
             merge(pending, doubted({blocking.key: blocking}, state.known))
-            return state.evolve(pending=pending)
+            return after(blocking, call, state.evolve(pending=pending))
+        state = after(None, call, state)
         outcomes: list[State | None] = []
         for target in targets:
             hop = Hop(self.fn, self.record.path, call.line, edge_of(target))

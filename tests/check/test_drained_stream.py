@@ -1,0 +1,58 @@
+"""A device sync waits for the work queued before it. Once a path has synced, a second sync
+with nothing launched in between finds the queue empty: it is not a straggler of its own, and
+the first one is the finding. Anything else called in between may launch work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.check.test_blocking import _assert_marked
+
+
+def test_a_sync_right_after_a_sync_does_not_wait(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        def forward(x):
+            return x * 2
+
+        def commit(n):
+            a = torch.ones(n, device="cuda")
+            b = torch.zeros(n, device="cuda")
+            c = torch.ones(n, device="cuda")
+            la = a.tolist()  # expect
+            lb = b.tolist()
+            if len(la) > 1:
+                cb = c.cpu()
+            print(la, lb)
+            again = c.tolist()
+            y = forward(c)
+            later = y.tolist()  # expect
+
+        def loop(n):
+            while True:
+                commit(n)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
+
+
+def test_a_path_that_did_not_sync_keeps_the_next_sync(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        def commit(n, leak):
+            a = torch.ones(n, device="cuda")
+            b = torch.zeros(n, device="cuda")
+            if leak:
+                first = a.tolist()  # expect
+            second = b.tolist()  # expect
+
+        def loop(n, leak):
+            while True:
+                commit(n, leak)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
