@@ -23,7 +23,7 @@ from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.context import passed_arguments, placements
 from rankguard.analysis.doubts import DOUBT, doubted, forget_shaky, shaky_facts, shaky_of
 from rankguard.analysis.doubts import doubt as doubt_of
-from rankguard.analysis.drained import after, dominated
+from rankguard.analysis.drained import after, assigned, dominated
 from rankguard.analysis.passed import binding_facts, held_in, narrowed
 from rankguard.analysis.precision import assigned_fact, cadence_of
 from rankguard.analysis.reach import edge_of, followed
@@ -149,7 +149,7 @@ class Walk:
         return state.evolve(known={**state.known, **facts})
 
     def assign(self, stmt: Stmt, state: State) -> State:
-        state = self._forget_facts(state, stmt.targets)
+        state = assigned(stmt.tree, self._forget_facts(state, stmt.targets))
         names = [".".join(t) for t in stmt.targets if CALL not in t and SUBSCRIPT not in t]
         if not names:
             return state
@@ -297,7 +297,7 @@ class Walk:
             self.record, call, stmt_calls, targets, state.env, state.taken, cadence, state.known
         )
         if blocking is not None:
-            if dominated(blocking, state.known):
+            if dominated(blocking, call, state.known):
                 return state  # nothing queued since the last sync: it does not wait
             pending = dict(state.pending)
             merge(pending, doubted({blocking.key: blocking}, state.known))

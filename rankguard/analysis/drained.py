@@ -6,7 +6,8 @@ reporting the second names no wait of its own.
 The walk keeps "drained" among its facts (`DRAINED`), so a join keeps it only where every path
 agrees, and a callee starts without it. It is set by a sync the model is sure of (a device
 tensor's copy to the host, `torch.cuda.synchronize()`), and cleared by any call but a host-only
-builtin or logging: a program function, a tensor operation, an unknown call may launch work.
+builtin or logging (a program function, a tensor method, an unknown call may launch work) and by
+an operator in an assigned value (`y = a @ b`). Indexing is taken as queueing no wait of note.
 """
 
 from __future__ import annotations
@@ -32,9 +33,24 @@ _LOGGING = frozenset(("debug", "info", "warning", "warn", "error", "exception", 
 _LOGGERS = frozenset(("logger", "logging", "log", "_logger", "LOGGER"))
 
 
-def dominated(blocking: BlockingCall, known: Mapping[Cond, Any]) -> bool:
-    """A device sync with nothing queued since the last one on every path here."""
-    return blocking.kind == _SYNC and DRAINED in known
+def dominated(blocking: BlockingCall, call: CallSite, known: Mapping[Cond, Any]) -> bool:
+    """A device sync with nothing queued since the last one on every path here (its receiver
+    computed by an operator, `(a @ b).item()`, queues that work first)."""
+    return blocking.kind == _SYNC and DRAINED in known and not operates(call.receiver)
+
+
+def operates(tree: Cond) -> bool:
+    """An operator somewhere in the value tree (`a @ b`, `x * 2`): a kernel on a tensor."""
+    if not isinstance(tree, tuple) or not tree:
+        return False
+    return tree[0] == "arith" or any(operates(part) for part in tree[1:])
+
+
+def assigned(tree: Cond, state: State) -> State:
+    """Past an assignment whose value an operator computes: maybe work queued."""
+    if DRAINED not in state.known or not operates(tree):
+        return state
+    return _undrained(state)
 
 
 def after(blocking: BlockingCall | None, call: CallSite, state: State) -> State:
@@ -46,6 +62,10 @@ def after(blocking: BlockingCall | None, call: CallSite, state: State) -> State:
         return state
     if DRAINED not in state.known or _host_only(call):
         return state
+    return _undrained(state)
+
+
+def _undrained(state: State) -> State:
     return state.evolve(known={k: v for k, v in state.known.items() if k != DRAINED})
 
 

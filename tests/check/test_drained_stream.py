@@ -56,3 +56,24 @@ def test_a_path_that_did_not_sync_keeps_the_next_sync(tmp_path: Path):
         """,
         {"rounds": ["mod.loop"]},
     )
+
+
+def test_an_operator_queues_work_after_a_sync(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        def commit(n):
+            a = torch.ones(n, device="cuda")
+            b = torch.zeros(n, device="cuda")
+            la = a.tolist()  # expect
+            c = a @ b
+            lc = c.tolist()  # expect
+            ld = (a * b).tolist()  # expect
+
+        def loop(n):
+            while True:
+                commit(n)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )

@@ -133,6 +133,7 @@ def test_what_a_loop_or_comprehension_takes_from_a_host_value_is_host_data(tmp_p
                 lens = lens_cpu if isinstance(lens_cpu, list) else lens_cpu.tolist()
                 d = [int(v.item()) if isinstance(v, torch.Tensor) else int(v) for v in lens]
                 e = [int(v.item()) for v in dev]  # expect
+                other = [x * 2 for x in other]  # work queued again (`analysis.drained`)
                 f = [int(v.item()) for v in other]  # expect
                 dist.barrier()
         """,
