@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from rankguard.model.cycles import Cycles
 from rankguard.model.values import Value
 from rankguard.summary.ir import Segs
 
@@ -20,6 +21,7 @@ class Decorators:
     p: Program
     _decorated: dict[str, tuple[Value, ...]]
     _decorated_by: dict[str, list[str]] | None
+    cycles: Cycles  # `rankguard.model.cycles`
 
     def evaluate(self, fn: FunctionRecord, segs: Segs) -> tuple[Value, ...]:
         raise NotImplementedError  # the resolver evaluates references
@@ -32,14 +34,17 @@ class Decorators:
         wrapper a project decorator returns (`def dec(f): ... return inner`), else itself."""
         cached = self._decorated.get(qual)
         if cached is not None:
+            self.cycles.read(("decorated", qual))
             return cached
         plain = (Value("function", qual),)
-        self._decorated[qual] = plain  # cycle guard
+        compute = lambda: self._applied(qual, plain)  # noqa: E731
+        return self.cycles.answer(("decorated", qual), self._decorated, qual, plain, compute)
+
+    def _applied(self, qual: str, plain: tuple[Value, ...]) -> tuple[Value, ...]:
         values = plain
         for wrapper in self._wrappers(qual):
             wrapped = [r for w in wrapper for r in self.returns(self.p.functions[w.name])]
             values = tuple(v for v in wrapped if v.kind == "function") or values
-        self._decorated[qual] = values
         return values
 
     def _wrappers(self, qual: str) -> list[tuple[Value, ...]]:

@@ -65,12 +65,11 @@ def forwarded(resolver: Resolver, cls: str) -> tuple[Value, ...]:
     """What `cls.__getattr__` forwards the names it lacks to (`return getattr(self.x, attr)`);
     memoised, and empty while being computed (typing `self.x` may look up an attribute of
     `cls` again: `LazyValue.__getattr__` reads its own `value` property)."""
-    memo = resolver.forwarding
+    memo, cycles, key = resolver.forwarding, resolver.cycles, ("forwarded", cls)
     if cls in memo:
+        cycles.read(key)
         return memo[cls] or ()
-    memo[cls] = None
-    memo[cls] = found = _forwarded(resolver, cls)
-    return found
+    return cycles.answer(key, memo, cls, None, lambda: _forwarded(resolver, cls))
 
 
 def _forwarded(resolver: Resolver, cls: str) -> tuple[Value, ...]:

@@ -8,6 +8,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
+from rankguard.model.cycles import Cycles
 from rankguard.model.values import Value, external
 from rankguard.summary.ir import Stmt, walk_statements
 
@@ -31,6 +32,7 @@ class ModuleNamespaces:
     p: Program
     _globals: dict[str, dict[str, list]]
     _module_value: dict[tuple[str, str], tuple[Value, ...]]
+    cycles: Cycles  # `rankguard.model.cycles`
     decorated: Callable[[str], tuple[Value, ...]]  # `rankguard.model.decorators`
 
     def _assigned_value(self, fn: FunctionRecord, stmt: Stmt) -> list[Value]:
@@ -112,9 +114,14 @@ class ModuleNamespaces:
     def module_member(self, module: str, name: str, _depth: int = 0) -> tuple[Value, ...]:
         """What `name` means at the top level of `module` (following re-exports)."""
         key = (module, name)
-        if key in self._module_value:
-            return self._module_value[key]
-        self._module_value[key] = ()  # cycle guard
+        cached = self._module_value.get(key)
+        if cached is not None:
+            self.cycles.read(("member", *key))
+            return cached
+        compute = lambda: self._member(module, name, _depth)  # noqa: E731
+        return self.cycles.answer(("member", *key), self._module_value, key, (), compute)
+
+    def _member(self, module: str, name: str, _depth: int) -> tuple[Value, ...]:
         found: list[Value] = []
         binders = self._module_globals(module).get(name, [])
         for kind, what in binders:
@@ -147,9 +154,7 @@ class ModuleNamespaces:
                         found.extend(self.module_member(source, name, _depth + 1))
                     if found:
                         break
-        result = dedupe(found)
-        self._module_value[key] = result
-        return result
+        return dedupe(found)
 
     def _import_value(self, module: str, imp, depth: int) -> list[Value]:
         base = self._absolute(module, imp.module, imp.level)

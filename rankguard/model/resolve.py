@@ -18,12 +18,13 @@ from collections import defaultdict
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
+from rankguard.model.cycles import Cycles
 from rankguard.model.decorators import Decorators
 from rankguard.model.hierarchy import Hierarchy
 from rankguard.model.named import NAMED, forwarded, name_prefix, named_methods
 from rankguard.model.namespaces import ModuleNamespaces, dedupe, of_kind
 from rankguard.model.records import FunctionRecord, Target
-from rankguard.model.stores import Stores, subscript_root
+from rankguard.model.stores import AttrEntry, Stores, subscript_root
 from rankguard.model.values import BUILTIN_PREFIX, Value, external
 from rankguard.summary.ir import (
     CALL,
@@ -66,8 +67,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
         self.p = program
         self._globals: dict[str, dict[str, list]] = {}
         self._module_value: dict[tuple[str, str], tuple[Value, ...]] = {}
-        self._attr_types: dict[tuple[str, str], tuple[Value, ...] | object] = {}
-        self._attr_callables: dict[tuple[str, str], tuple[str, ...]] = {}
+        self._attr_types: dict[tuple[str, str], AttrEntry] = {}
         self._local_types: dict[str, dict[str, list]] = {}
         self._returns: dict[str, tuple[Value, ...] | object] = {}
         self.forwarding: dict[str, tuple[Value, ...] | None] = {}  # model.named
@@ -76,6 +76,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
         self._decorated: dict[str, tuple[Value, ...]] = {}
         self._decorated_by: dict[str, list[str]] | None = None
         self._attribute_stores = None
+        self.cycles = Cycles()  # memoised answers that do not depend on the order asked
 
     # -- scopes -----------------------------------------------------------------
     def _enclosing(self, fn: FunctionRecord) -> list[str]:
@@ -113,13 +114,23 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
         return ()
 
     def _locals(self, fn: FunctionRecord) -> dict[str, tuple[Value, ...]]:
-        cached = self._local_types.get(fn.qualname)
+        qual = fn.qualname
+        cached = self._local_types.get(qual)
         if cached is not None:
+            self.cycles.read(qual)
             return cached
         table: dict[str, tuple[Value, ...]] = {}
-        self._local_types[fn.qualname] = table  # cycle guard: partial while building
         if fn.is_module_body:
+            self._local_types[qual] = table
             return table
+        # The table is its own cycle guard: partial while it is built.
+        return self.cycles.answer(
+            qual, self._local_types, qual, table, lambda: self._build_locals(fn, table)
+        )
+
+    def _build_locals(
+        self, fn: FunctionRecord, table: dict[str, tuple[Value, ...]]
+    ) -> dict[str, tuple[Value, ...]]:
         params = fn.info.params
         for index, param in enumerate(params):
             items = getattr(param, "items", None)  # absent from summaries cached before it
@@ -129,9 +140,9 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
                 table[param.name] = tuple(
                     Value("items", v.name, bound=v.kind) for v in self._instances(fn, items)
                 )
-            elif index == 0 and fn.info.cls and not _is_static(fn):
+            elif index == 0 and fn.info.cls and not fn.info.decorated("staticmethod"):
                 cls = f"{fn.module}.{fn.info.cls}"
-                if _is_classmethod(fn):
+                if fn.info.decorated("classmethod"):
                     table[param.name] = (Value("class", cls),)
                 else:  # `self` may be any class derived from this one
                     table[param.name] = (Value("instance", cls, via="declared"),)
@@ -381,12 +392,16 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
     def returns(self, fn: FunctionRecord) -> tuple[Value, ...]:
         """What calling `fn` returns: its annotation, else `return Cls(...)` statements; and
         functions it returns by name (`return inner`), so `f()()` and decorators resolve."""
-        cached = self._returns.get(fn.qualname)
-        if cached is _IN_PROGRESS:
-            return ()
+        qual = fn.qualname
+        cached = self._returns.get(qual)
         if cached is not None:
-            return cached  # type: ignore[return-value]
-        self._returns[fn.qualname] = _IN_PROGRESS
+            self.cycles.read(("returns", qual))
+            return () if cached is _IN_PROGRESS else cached  # type: ignore[return-value]
+        return self.cycles.answer(
+            ("returns", qual), self._returns, qual, _IN_PROGRESS, lambda: self._returned(fn)
+        )
+
+    def _returned(self, fn: FunctionRecord) -> tuple[Value, ...]:
         found: list[Value] = []
         if fn.info.returns:
             found.extend(self._instances(fn, fn.info.returns))
@@ -398,9 +413,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
                 found.extend(v for v in self.call_results(fn, shape[1]) if v.kind == "instance")
             elif shape[0] == "ref":
                 found.extend(v for v in self.evaluate(fn, shape[1]) if v.kind == "function")
-        result = dedupe(found)
-        self._returns[fn.qualname] = result
-        return result
+        return dedupe(found)
 
     # -- calls ------------------------------------------------------------------
     def call_targets(self, fn: FunctionRecord, call: CallSite) -> list[Target]:
@@ -476,17 +489,5 @@ def _builtin_instance(kind: str) -> Value:
     return external(f"{BUILTIN_PREFIX}{kind}()")
 
 
-def _decorated(fn: FunctionRecord, name: str) -> bool:
-    return any(dec and dec[-1] == name for dec in fn.info.decorators)
-
-
-def _is_static(fn: FunctionRecord) -> bool:
-    return _decorated(fn, "staticmethod")
-
-
-def _is_classmethod(fn: FunctionRecord) -> bool:
-    return _decorated(fn, "classmethod")
-
-
 def _is_property(fn: FunctionRecord) -> bool:
-    return _decorated(fn, "property") or _decorated(fn, "cached_property")
+    return fn.info.decorated("property") or fn.info.decorated("cached_property")

@@ -19,6 +19,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from rankguard.model.cycles import Cycles
 from rankguard.model.namespaces import dedupe, of_kind
 from rankguard.model.values import Value
 from rankguard.summary.ir import CALL, SUBSCRIPT, Segs, Stmt, walk_statements
@@ -29,7 +30,8 @@ if TYPE_CHECKING:
 
 _HELD = ("function", "class", "instance")
 _MAX_TYPES = 4
-_IN_PROGRESS = object()
+AttrEntry = tuple[tuple["Value", ...], tuple[str, ...]]
+_NOTHING_YET: AttrEntry = ((), ())
 
 
 def stores_a_reference(stmt: Stmt) -> bool:
@@ -53,8 +55,8 @@ def bound_names(fn: FunctionRecord) -> set[str]:
 class Stores:
     p: Program
     _attribute_stores: dict[str, list[tuple[str, Stmt, str]]] | None
-    _attr_types: dict[tuple[str, str], tuple[Value, ...] | object]
-    _attr_callables: dict[tuple[str, str], tuple[str, ...]]
+    _attr_types: dict[tuple[str, str], AttrEntry]
+    cycles: Cycles
     module_member: Callable[..., tuple[Value, ...]]  # `rankguard.model.namespaces`
 
     def _instances(self, fn: FunctionRecord, annotation: Segs) -> tuple[Value, ...]:
@@ -152,13 +154,19 @@ class Stores:
 
     # -- attribute types ----------------------------------------------------------
     def attr_types(self, cls: str, attr: str) -> tuple[Value, ...]:
+        return self._attr_entry(cls, attr)[0]
+
+    def _attr_entry(self, cls: str, attr: str) -> AttrEntry:
+        """The attribute's values, and the functions a call of it runs (`held_callables`)."""
         key = (cls, attr)
         cached = self._attr_types.get(key)
-        if cached is _IN_PROGRESS:
-            return ()
         if cached is not None:
-            return cached  # type: ignore[return-value]
-        self._attr_types[key] = _IN_PROGRESS
+            self.cycles.read(("attr", *key))
+            return cached
+        compute = lambda: self._attr_values(cls, attr)  # noqa: E731
+        return self.cycles.answer(("attr", *key), self._attr_types, key, _NOTHING_YET, compute)
+
+    def _attr_values(self, cls: str, attr: str) -> AttrEntry:
         record = self.p.classes[cls]
         found: list[Value] = []
         callables: list[str] = []
@@ -194,10 +202,7 @@ class Stores:
                             # holds, this attribute may hold.
                             callables.extend(self.held_callables(fn, read))
         found.extend(self.attribute_stores(cls, attr))
-        result = dedupe(found)[:_MAX_TYPES]
-        self._attr_types[key] = result
-        self._attr_callables[key] = tuple(sorted(set(callables)))
-        return result
+        return dedupe(found)[:_MAX_TYPES], tuple(sorted(set(callables)))
 
     def held_callables(self, fn: FunctionRecord, segs: Segs) -> tuple[str, ...]:
         """Functions stored in the attribute `segs` names (a dispatch table), if any."""
@@ -212,6 +217,5 @@ class Stores:
             if owner.kind != "instance":
                 continue
             for cls in self.p.mro(owner.name):
-                self.attr_types(cls, tail[-1])
-                out.extend(self._attr_callables.get((cls, tail[-1]), ()))
+                out.extend(self._attr_entry(cls, tail[-1])[1])
         return tuple(sorted(set(out)))
