@@ -68,6 +68,8 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
         self._globals: dict[str, dict[str, list]] = {}
         self._module_value: dict[tuple[str, str], tuple[Value, ...]] = {}
         self._attr_types: dict[tuple[str, str], AttrEntry] = {}
+        self._own_stores: dict[str, dict] = {}
+        self._made_from: dict[tuple[str, str], list] = {}
         self._local_types: dict[str, dict[str, list]] = {}
         self._returns: dict[str, tuple[Value, ...] | object] = {}
         self.forwarding: dict[str, tuple[Value, ...] | None] = {}  # model.named

@@ -56,6 +56,10 @@ class Stores:
     p: Program
     _attribute_stores: dict[str, list[tuple[str, Stmt, str]]] | None
     _attr_types: dict[tuple[str, str], AttrEntry]
+    # Syntax read once (each was re-walked for every question asked of it): a class's own
+    # `self.attr = ...` statements by attribute, and what a local of a function is made from.
+    _own_stores: dict[str, dict[str, list[tuple[FunctionRecord, Stmt]]]]
+    _made_from: dict[tuple[str, str], list[Segs]]
     cycles: Cycles
     module_member: Callable[..., tuple[Value, ...]]  # `rankguard.model.namespaces`
 
@@ -138,12 +142,14 @@ class Stores:
         parameter `job: Job`), read from the module's names only: a store's owner is told
         without evaluating the function's other locals, which would chain through every
         attribute they touch."""
-        written: list[Segs] = [
-            p.annotation for p in fn.info.params if p.name == name and p.annotation
-        ]
-        for stmt in walk_statements(fn.info.body):
-            if stmt.kind == "assign" and (name,) in stmt.targets and stmt.value[:1] == ("call",):
-                written.append(stmt.value[1])
+        written = self._made_from.get((fn.qualname, name))
+        if written is None:
+            written = [p.annotation for p in fn.info.params if p.name == name and p.annotation]
+            for stmt in walk_statements(fn.info.body):
+                made = stmt.kind == "assign" and stmt.value[:1] == ("call",)
+                if made and (name,) in stmt.targets:
+                    written.append(stmt.value[1])
+            self._made_from[(fn.qualname, name)] = written
         found: set[str] = set()
         for segs in written:
             values = self.module_member(fn.module, segs[0]) if segs else ()
@@ -183,26 +189,38 @@ class Stores:
         for name, methods in record.info.tables:
             if name == attr:
                 callables += [record.methods[m] for m in methods if m in record.methods]
-        for method in record.methods.values():
-            fn = self.p.functions[method]
-            if not fn.info.params:
-                continue
+        for fn, stmt in self._stores_of(cls).get(attr, ()):
             me = fn.info.params[0].name
-            for stmt in of_kind(fn.info.body, "assign"):
-                if (me, attr) in stmt.targets:
-                    # A function stored (`self.on_done = self._finish`, a lambda) is what a
-                    # call of the attribute runs.
-                    found.extend(self._assigned_value(fn, stmt))
-                    for read in stmt.reads:
-                        for value in self.evaluate(fn, read):
-                            if value.kind == "function":
-                                callables.append(value.name)
-                        if len(read) > 1 and read[0] == me:
-                            # `self.run = MethodType(self._MAP[kind], self)`: what the table
-                            # holds, this attribute may hold.
-                            callables.extend(self.held_callables(fn, read))
+            # A function stored (`self.on_done = self._finish`, a lambda) is what a call of
+            # the attribute runs.
+            found.extend(self._assigned_value(fn, stmt))
+            for read in stmt.reads:
+                for value in self.evaluate(fn, read):
+                    if value.kind == "function":
+                        callables.append(value.name)
+                if len(read) > 1 and read[0] == me:
+                    # `self.run = MethodType(self._MAP[kind], self)`: what the table holds,
+                    # this attribute may hold.
+                    callables.extend(self.held_callables(fn, read))
         found.extend(self.attribute_stores(cls, attr))
         return dedupe(found)[:_MAX_TYPES], tuple(sorted(set(callables)))
+
+    def _stores_of(self, cls: str) -> dict[str, list[tuple[FunctionRecord, Stmt]]]:
+        """The `self.attr = ...` statements of `cls`'s own methods, by attribute."""
+        found = self._own_stores.get(cls)
+        if found is None:
+            index: dict[str, list[tuple[FunctionRecord, Stmt]]] = defaultdict(list)
+            for method in self.p.classes[cls].methods.values():
+                fn = self.p.functions[method]
+                if not fn.info.params:
+                    continue
+                me = fn.info.params[0].name
+                for stmt in of_kind(fn.info.body, "assign"):
+                    for target in dict.fromkeys(stmt.targets):
+                        if len(target) == 2 and target[0] == me:
+                            index[target[1]].append((fn, stmt))
+            found = self._own_stores[cls] = dict(index)
+        return found
 
     def held_callables(self, fn: FunctionRecord, segs: Segs) -> tuple[str, ...]:
         """Functions stored in the attribute `segs` names (a dispatch table), if any."""
