@@ -33,8 +33,8 @@ def test_attributes_are_placed_by_every_assignment_in_the_program(tmp_path: Path
                 b.refresh(b.lens)
                 x = b.lens_cpu.tolist()
                 y = b.lens_cpu[0].item()
-                z = b.lens.tolist()  # expect
                 w = b.mixed.tolist()  # expect
+                z = b.lens.tolist()  # expect: sure, so nothing after it waits (analysis.drained)
                 dist.barrier()
         """,
     )
@@ -147,9 +147,9 @@ def test_a_name_that_says_host_is_taken_at_its_word_where_nothing_else_is_known(
                 b = batch.seq_lens_cpu.max().item()
                 c = batch.ids_host.tolist()
                 d = buf.np[0].item()
+                f = batch.seq_lens.tolist()  # expect
                 wrong_cpu = dev.cuda()
                 e = wrong_cpu.tolist()  # expect
-                f = batch.seq_lens.tolist()  # expect
                 dist.barrier()
         """,
     )
