@@ -59,6 +59,7 @@ from rankguard.analysis.context import RoundContext
 from rankguard.analysis.hardware import platform_facts
 from rankguard.analysis.passed import PassedCallables
 from rankguard.analysis.receivers import Receivers
+from rankguard.analysis.results import ResultConditions
 from rankguard.analysis.rounds import Round
 from rankguard.analysis.single_rank import peer_facts
 from rankguard.catalogs.catalog import BlockingCatalog, CollectiveCatalog
@@ -84,9 +85,12 @@ class BlockingAnalysis:
         platforms: Platforms | None = None,
         store: KeyedStore | None = None,
         salt: str = "",
+        rounds: Sequence[Round] = (),
     ) -> None:
         """With a `store`, summaries are kept across runs (`analysis.blocking_keep`); `salt`
-        must then name everything else they depend on: the configuration and this code."""
+        must then name everything else they depend on: the configuration and this code.
+        `rounds` are those `regions` will be asked for: what may break their shaky facts is
+        watched from the start, so that every summary says whether it runs it."""
         self.program = program
         self.platforms = platforms or platform_catalog()
         self.receivers = Receivers(program)
@@ -96,11 +100,20 @@ class BlockingAnalysis:
         self.context = RoundContext(program)
         self.ranks = rank_source_catalog()
         self.passed = PassedCallables(program)
+        self.results = ResultConditions(program.functions)
+        self.writers = {r.function.qualname: self.context.round_writers(r.function) for r in rounds}
+        self.watched = frozenset().union(*self.writers.values())
         self._memo: dict[MemoKey, tuple[Summary, bool]] = {}
         self._stack: list[str] = []
         self.kept = (
             KeptSummaries(
-                program, self.classify, self.context, self.receivers, self.passed, store, salt
+                program,
+                self.classify,
+                self.context,
+                self.receivers,
+                self.passed,
+                store,
+                f"{salt} watched {sorted(self.watched)}",
             )
             if store
             else None
@@ -135,7 +148,9 @@ class BlockingAnalysis:
         finally:
             self._stack.pop()
         passes = end is not None and end.clean
-        result = Summary(walk.first, walk.pairs, dict(end.pending) if end else {}, passes)
+        pending = dict(end.pending) if end else {}
+        writers = frozenset(walk.writers)
+        result = Summary(walk.first, walk.pairs, pending, passes, writers)
         cadence = self.classify.function_cadence(name)
         if cadence:
             result = Summary(
@@ -146,6 +161,7 @@ class BlockingAnalysis:
                 },
                 {k: cadenced(c, cadence) for k, c in result.tail.items()},
                 passes,
+                writers,
             )
         cut = walk.cut - {name}
         tainted = cyclic or walk.tainted
@@ -192,12 +208,27 @@ class BlockingAnalysis:
             end = walk.round_body(loop, header, State(True, {}, {}, known))
             pairs = dict(walk.pairs)
             tail = dict(end.pending) if end else {}
+            writers = set(walk.writers)
             if include_tail and tail:
                 again = Walk(self, record)
                 again.round_body(loop, header, State(False, tail, {}, known))
+                writers |= again.writers
                 for key, pair in again.pairs.items():
                     if key not in pairs and pair.blocking.key in tail:
                         pairs[key] = replace(pair, tail=True)
         finally:
             self._stack.pop()
+        if self.inductive(record.qualname, writers):
+            pairs = {k: p for k, p in pairs.items() if not p.blocking.doubt}
+            tail = {k: c for k, c in tail.items() if not c.doubt}
         return Regions(rnd, list(pairs.values()), list(tail.values()))
+
+    def inductive(self, round_name: str, entered: set[tuple[str, bool]]) -> bool:
+        """The round's shaky facts hold all round: it runs every function that may reassign
+        what they read, and each only on paths that need a fact broken already (in doubt), so
+        none is run. A writer the round never runs stays a breaker: something else calls it,
+        maybe another thread mid-round. Known only for the rounds the analysis was made for."""
+        writers = self.writers.get(round_name)
+        if not writers or round_name in writers:
+            return False
+        return all((w, True) in entered and (w, False) not in entered for w in writers)

@@ -203,5 +203,6 @@ class _Shift:
             # one file: stored under their absolute keys, re-keyed when lines come back.
             kept_pairs = dict(zip(summary.pairs, pairs, strict=True))
             return Summary(first, kept_pairs, dict(zip(summary.tail, tail, strict=True)),
-                           summary.passes)  # fmt: skip
-        return Summary(first, {p.key: p for p in pairs}, {c.key: c for c in tail}, summary.passes)
+                           summary.passes, summary.writers)  # fmt: skip
+        rekeyed = {p.key: p for p in pairs}
+        return Summary(first, rekeyed, {c.key: c for c in tail}, summary.passes, summary.writers)

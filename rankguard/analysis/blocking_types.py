@@ -94,6 +94,9 @@ class Summary:
     # Some path returns without running a collective: a collective the function only *may*
     # reach leaves its caller's pending calls waiting for the next one on that path.
     passes: bool = False
+    # Functions that may break a shaky round fact (`BlockingAnalysis.watched`) entered here or
+    # below, each with whether the path was in doubt already (`analysis.doubts`).
+    writers: frozenset[tuple[str, bool]] = frozenset()
 
 
 @dataclass(frozen=True)

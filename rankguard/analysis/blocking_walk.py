@@ -20,13 +20,14 @@ from rankguard.analysis.blocking_types import (
     same,
 )
 from rankguard.analysis.collectives import CollectiveSite
-from rankguard.analysis.context import placements
-from rankguard.analysis.doubts import DOUBT, doubted, forget_shaky
+from rankguard.analysis.context import passed_arguments, placements
+from rankguard.analysis.doubts import DOUBT, doubted, forget_shaky, shaky_facts, shaky_of
 from rankguard.analysis.doubts import doubt as doubt_of
 from rankguard.analysis.passed import binding_facts, held_in, narrowed
 from rankguard.analysis.precision import assigned_fact, cadence_of
 from rankguard.analysis.reach import edge_of, followed
 from rankguard.analysis.receivers import RECEIVER, Receiver
+from rankguard.analysis.results import at_call, none_tests
 from rankguard.core.chains import Hop
 from rankguard.model.facts import Cond, assume, forget, pure
 from rankguard.model.placement import asserted
@@ -52,6 +53,7 @@ class Walk:
         self.loops: list[tuple[list[State], list[State]]] = []
         self.cut: set[str] = set()
         self.tainted = False  # entered a function on a cycle of calls (`summary`)
+        self.writers: set[tuple[str, bool]] = set()  # `Summary.writers`
 
     # -- statements ----------------------------------------------------------------------------
     def round_body(self, loop: Stmt, header: list[CallSite], start: State) -> State | None:
@@ -82,7 +84,7 @@ class Walk:
         state = self.properties(stmt, state, cadence)
         if kind == "with":
             return self.with_(stmt, state, guards, cadence)
-        state = self.calls(stmt.calls, state, guards, cadence)
+        state = self.calls(_run_past(stmt), state, guards, cadence)
         if kind == "assign":
             return self.assign(stmt, state)
         if kind == "return":
@@ -159,7 +161,31 @@ class Walk:
                 env.pop(name, None)
             else:
                 env[name] = fact
-        return state.evolve(env=env)
+        return self.certain_result(stmt, state.evolve(env=env))
+
+    def certain_result(self, stmt: Stmt, state: State) -> State:
+        """`reason = refuse(s)`: where the facts make the callee's result certain
+        (`analysis.results`), `reason is not None` holds; where only shaky facts do, it holds
+        shakily, so the path past `if reason is not None: return` is in doubt."""
+        if len(stmt.targets) != 1 or len(stmt.targets[0]) != 1 or stmt.tree[:1] != ("call",):
+            return state
+        call = next((c for c in reversed(stmt.calls) if c.target == stmt.tree[1]), None)
+        if call is None:
+            return state
+        functions = self.a.program.functions
+        names = {t.name for t in followed(self.a.program, self.fn, call) if t.name in functions}
+        if len(names) != 1 or not self.a.results.of(min(names)):
+            return state
+        callee = functions[min(names)]
+        passed = {p: text for p, (_, text) in passed_arguments(callee, call).items()}
+        conds = at_call(callee, call, passed, self.a.results.of(callee.qualname))
+        facts = none_tests(stmt.targets[0][0])
+        if any(self.a.infeasible(c, False, state.known) for c in conds):
+            return state.evolve(known={**state.known, **facts})
+        shaky = {**state.known, **shaky_of(state.known)}
+        if any(self.a.infeasible(c, False, shaky) for c in conds):
+            return state.evolve(known={**state.known, **shaky_facts(facts)})
+        return state
 
     def _forget_facts(self, state: State, targets: Sequence[Segs]) -> State:
         known = state.known
@@ -324,7 +350,10 @@ class Walk:
             known.update(binding_facts(self.a.passed.binding(self.record, call, name, held)))
         if receiver:
             known[RECEIVER] = receiver  # `self` in there is exactly this (`analysis.receivers`)
+        if name in self.a.watched:
+            self.writers.add((name, DOUBT in known))
         summary, cut, tainted = self.a.summary(name, known, env)
+        self.writers |= summary.writers
         self.cut |= cut
         self.tainted = self.tainted or tainted
         return self.apply(summary, state, hop, cadence)
@@ -347,3 +376,12 @@ class Walk:
             merge(pending, tail)
             return state.evolve(pending=pending)
         return state.evolve(clean=False, pending=tail)
+
+
+def _run_past(stmt: Stmt) -> Sequence[CallSite]:
+    """The statement's calls on the paths that go on past it. An assert's message is built
+    only where the assert fails, and that path raises, as a `raise` statement's own calls do."""
+    if stmt.kind != "expr" or not stmt.cond:
+        return stmt.calls
+    failing = (stmt.cond, False)
+    return tuple(c for c in stmt.calls if failing not in c.under)

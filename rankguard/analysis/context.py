@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from rankguard.analysis.doubts import passed_on, shaky_facts
+from rankguard.analysis.doubts import passed_on, shaky_facts, shaky_of
 from rankguard.analysis.precision import made_by
 from rankguard.analysis.rank_bounds import lone_ranks
 from rankguard.analysis.reach import enclosing
@@ -48,7 +48,7 @@ from rankguard.summary.ir import (
     walk_statements,
 )
 
-_MISSING = object()
+_ARGUMENT = "<argument>"  # a root no Python name can be, while a fact is moved to a parameter
 
 
 class RoundContext:
@@ -211,6 +211,22 @@ class RoundContext:
         facts.update(self.invariants(record))
         return facts
 
+    def round_writers(self, record: FunctionRecord) -> frozenset[str]:
+        """The functions that may reassign an attribute the round is chosen under but cannot
+        trust (a shaky fact's): if the round runs none of them but on a path that needs the
+        fact broken already, nothing breaks it (`analysis.blocking`)."""
+        cls = class_of(record)
+        attributes = {
+            segs[1]
+            for cond in shaky_of(self.round_facts(record))
+            for segs in refs(cond)
+            if len(segs) >= 2 and segs[0] == SELF
+        }
+        found: set[str] = set()
+        for attr in sorted(attributes):
+            found |= self.stability.writers(cls, attr)
+        return frozenset(found)
+
     def entry_facts(
         self, record: FunctionRecord, call: CallSite | None, known: Mapping[Cond, Any]
     ) -> dict[Cond, Any]:
@@ -243,7 +259,7 @@ def _params(callee: FunctionRecord, call: CallSite) -> list[Param]:
     return params
 
 
-def _passed(callee: FunctionRecord, call: CallSite) -> dict[str, tuple[str, str]]:
+def passed_arguments(callee: FunctionRecord, call: CallSite) -> dict[str, tuple[str, str]]:
     """Parameter name -> (literal key, argument text) for each argument the call passes."""
     out: dict[str, tuple[str, str]] = {}
     for index, param in enumerate(_params(callee, call)):
@@ -263,7 +279,7 @@ def bindings(callee: FunctionRecord, call: CallSite, known: Mapping[Cond, Any]) 
     and literal defaults of parameters the call leaves out."""
     starred = any(a.startswith("*") for a in call.args) or any(k == "**" for k, _ in call.kwargs)
     literal = dict(call.literals)
-    passed = _passed(callee, call)
+    passed = passed_arguments(callee, call)
     out: dict[Cond, Any] = {}
     for param in _params(callee, call):
         if param.name.startswith("*"):
@@ -272,15 +288,37 @@ def bindings(callee: FunctionRecord, call: CallSite, known: Mapping[Cond, Any]) 
             key, text = passed[param.name]
             if key in literal:
                 out[("ref", (param.name,))] = literal[key]
-            elif text.isidentifier():
-                value = known.get(("ref", (text,)), _MISSING)
-                if value is not _MISSING:
-                    out[("ref", (param.name,))] = value
             elif _constant_name(text):
                 out[("ref", (param.name,))] = Symbol(text)
         elif not starred and param.literal:
             out[("ref", (param.name,))] = param.literal[0]
+    shaky = shaky_of(known)
+    for name, (key, text) in passed.items():
+        if key not in literal and not _constant_name(text):
+            out.update(_restated(known, text, name))
+            out.update(shaky_facts(_restated(shaky, text, name)))
     return out
+
+
+def _restated(known: Mapping[Cond, Any], text: str, param: str) -> dict[Cond, Any]:
+    """What the caller knows of the argument `text` (`_endpoint is None` is false past an
+    early return; `work.kind == Kind.IDLE`), said of the parameter it fills."""
+    segs = tuple(text.split("."))
+    if not all(p.isidentifier() for p in segs):
+        return {}
+    out: dict[Cond, Any] = {}
+    for cond, value in known.items():
+        said = _said_of(cond, segs, param)
+        if said is not None:
+            out[said] = value
+    return out
+
+
+@lru_cache(maxsize=1 << 16)
+def _said_of(cond: Cond, segs: Segs, param: str) -> Cond | None:
+    """`cond` about `segs` restated about `param`, if it reads nothing else but constants."""
+    marked = rename(cond, segs, (_ARGUMENT,))
+    return rename(marked, (_ARGUMENT,), (param,)) if rooted(marked, _ARGUMENT) else None
 
 
 def placements(
@@ -295,7 +333,7 @@ def placements(
     argument gives (`f(torch.arange(n, device="cpu"))`)."""
     out: dict[str, str] = {}
     positional = [o for o in call.operands if o.keyword is None]
-    for name, (key, text) in _passed(callee, call).items():
+    for name, (key, text) in passed_arguments(callee, call).items():
         parts = tuple(text.split("."))
         if all(p.isidentifier() for p in parts):
             place = of_segs(parts, env, attrs)

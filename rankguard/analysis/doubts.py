@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from rankguard.analysis.blocking_types import BlockingCall, Key, copied
-from rankguard.model.facts import Cond, contradicts, refs
+from rankguard.model.facts import Cond, Symbol, contradicts, evaluate, refs
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import Segs, Stmt, segs_text
 
@@ -26,6 +26,11 @@ _SHAKY = "shaky"
 def shaky_facts(facts: Mapping[Cond, Any]) -> dict[Cond, Any]:
     """Facts the round is chosen under but cannot trust, as entries of the walk's facts."""
     return {(_SHAKY, cond): value for cond, value in facts.items()}
+
+
+def shaky_of(known: Mapping[Cond, Any]) -> dict[Cond, Any]:
+    """The shaky facts among the walk's facts, as plain facts."""
+    return {k[1]: v for k, v in known.items() if k[0] == _SHAKY}
 
 
 def passed_on(known: Mapping[Cond, Any], on_self: bool) -> dict[Cond, Any]:
@@ -47,16 +52,21 @@ def doubt(stmt: Stmt, positive: bool, known: Mapping[Cond, Any], record: Functio
     """Why taking this side of `stmt` needs a shaky fact to stop holding ("" if it does not)."""
     if DOUBT in known:
         return ""  # the path is in doubt already: the first reason stands
-    shaky = {k[1]: v for k, v in known.items() if k[0] == _SHAKY}
+    shaky = shaky_of(known)
     if not shaky or not contradicts(stmt.cond, positive, shaky):
         return ""
-    names = sorted({segs_text(s) for c in shaky for s in refs(c) if s[0] == "self"})
+    names = sorted({segs_text(s) for c in shaky for s in refs(c) if _attribute(s)})
     side = "" if positive else "the other side of "
     return (
         f"reached through {side}`{stmt.text}` ({record.path}:{stmt.line}), which runs only if "
         f"{', '.join(f'`{n}`' for n in names)} changes during the round: the round is chosen "
         "otherwise, and the attribute is reassigned after construction"
     )
+
+
+def _attribute(segs: Segs) -> bool:
+    """`self.mode`, `s.mode`: an attribute, not a local or an enum member (`Mode.NULL`)."""
+    return len(segs) >= 2 and not isinstance(evaluate(("ref", segs), {}), Symbol)
 
 
 def doubted(

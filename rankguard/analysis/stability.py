@@ -60,14 +60,20 @@ class Stability:
         found = self._settled.get(key)
         if found is None:
             related = self.related(cls) if cls else None
-            writes = self.writes()
-            found = not self._method(related, attr) and not any(
-                related is None or owners is _ANY or owners & related
-                for function, target in (*writes.get(attr, ()), *writes.get(ANY_NAME, ()))
-                for owners in (self._owners_of(function, target),)
-            )
+            found = not self._method(related, attr) and not self.writers(cls, attr)
             self._settled[key] = found
         return found
+
+    def writers(self, cls: str | None, attr: str) -> frozenset[str]:
+        """The functions that may assign `attr` on an object of `cls` after its construction."""
+        related = self.related(cls) if cls else None
+        writes = self.writes()
+        return frozenset(
+            function
+            for function, target in (*writes.get(attr, ()), *writes.get(ANY_NAME, ()))
+            for owners in (self._owners_of(function, target),)
+            if related is None or owners is _ANY or owners & related
+        )
 
     def _method(self, related: frozenset[str] | None, attr: str) -> bool:
         """`attr` names a method (a property) of a class whose methods may run on the object

@@ -76,6 +76,7 @@ class AnalysisSession:
             platform_catalog(config.platforms),
             self.kept,
             self.config.digest(),
+            self.rounds,
         )
 
     @cached_property

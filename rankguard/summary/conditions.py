@@ -13,6 +13,8 @@ first, small and picklable:
     ("if", test, body, orelse)      a conditional expression
     ("tuple", elts)                 a tuple or list display (positions kept)
     ("arith", operands)             `a % b`, `-x`, `a @ b`: only in values (`arith=True`)
+    ("comp", element, names, iterable, tests)
+                                    `(e for a, b in xs if t)`, one `for`: only in values
     ("other",)                      anything else (its truth is never known)
 
 Assignments and returns keep their value the same way (`Stmt.tree`), so value facts (where a
@@ -83,6 +85,12 @@ def condition(node: ast.AST | None, reference: Any, depth: int = 0, arith: bool 
         return ("if", condition(node.test, reference, nxt), sub(node.body), sub(node.orelse))
     if isinstance(node, (ast.Tuple, ast.List)):
         return ("tuple", tuple(sub(e) for e in node.elts))
+    if arith and isinstance(node, (ast.GeneratorExp, ast.ListComp)) and len(node.generators) == 1:
+        loop = node.generators[0]
+        names = _names(loop.target)
+        if names is not None and not loop.is_async:
+            tests = tuple(sub(t) for t in loop.ifs)
+            return ("comp", sub(node.elt), names, sub(loop.iter), tests)
     if isinstance(node, ast.Await):
         return condition(node.value, reference, depth, arith)
     if isinstance(node, ast.Call):
@@ -102,6 +110,16 @@ def condition(node: ast.AST | None, reference: Any, depth: int = 0, arith: bool 
         ops = tuple(_CMP.get(type(op), "?") for op in node.ops)
         return ("cmp", ops, tuple(sub(v) for v in (node.left, *node.comparators)))
     return OTHER
+
+
+def _names(target: ast.AST) -> tuple[str, ...] | None:
+    """`x` or `a, _, b`: the names a comprehension binds per item, in order."""
+    if isinstance(target, ast.Name):
+        return (target.id,)
+    if not isinstance(target, ast.Tuple):
+        return None
+    names = tuple(e.id for e in target.elts if isinstance(e, ast.Name))
+    return names if len(names) == len(target.elts) else None
 
 
 def computed(node: ast.AST, arith: bool = True) -> bool:

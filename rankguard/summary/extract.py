@@ -344,9 +344,8 @@ class _Builder:
                 text=short_text(node.subject),
                 reads=tuple(r.reads),
             )
-        if isinstance(node, (ast.Assert, ast.Delete)):
-            parts = [node.test, node.msg] if isinstance(node, ast.Assert) else node.targets
-            r = self._exprs(parts)
+        if isinstance(node, (ast.Assert, ast.Delete)):  # an assert's message: `Reads`
+            r = self._expr(node) if isinstance(node, ast.Assert) else self._exprs(node.targets)
             test = condition(node.test, reference) if isinstance(node, ast.Assert) else ()
             return Stmt("expr", line, tuple(r.calls), reads=tuple(r.reads), cond=test)
         return Stmt("pass", line)

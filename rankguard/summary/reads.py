@@ -148,6 +148,14 @@ class Reads(ast.NodeVisitor):
             self.visit(part)
             self._under.pop()
 
+    def visit_Assert(self, node: ast.Assert) -> None:
+        """`assert c, msg`: the message is built only where `c` fails."""
+        self.visit(node.test)
+        if node.msg is not None:
+            self._under.append((condition(node.test, reference), False))
+            self.visit(node.msg)
+            self._under.pop()
+
     def visit_BoolOp(self, node: ast.BoolOp) -> None:
         """`a and b`: `b` runs only where `a` is truthy (`or`: falsy)."""
         side = isinstance(node.op, ast.And)

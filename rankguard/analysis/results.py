@@ -1,0 +1,185 @@
+"""When a function certainly returns something (not None), said as conditions on its
+parameters, so that a caller's `reason = check(s); if reason is not None: return` is known to
+return where the round's facts make one of them hold.
+
+A handler that refuses work in a mode usually asks a helper for the reason to refuse; the
+work past the refusal (a teardown, a rebuild that reassigns the mode) runs only where the
+helper found none. Two shapes are read, at the top level of the helper's body:
+
+- `if c: return <display>` (a tuple, list, dict or set display, a non-None constant), or
+  `if c: raise ...`: where `c` holds on entry, the helper does not return None;
+- `return next((<display> for a, b, m in table if a), None)` over a local table of tuple
+  rows: each row whose test holds makes the result a display.
+
+Scanning stops at the first statement that may return something else. Locals assigned
+once from a reference are read through (`sa = s.server_args`); a condition that reads any
+other local, a call or a global is not kept. A statement before the test could change what it
+reads; that is not followed (as assignments through callees are not, elsewhere).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from rankguard.model.facts import Cond, Symbol, evaluate, refs, rename
+from rankguard.model.records import FunctionRecord
+from rankguard.summary.ir import CallSite, Segs, Stmt, walk_statements
+
+_OTHER: Cond = ("other",)
+_MARK = "<parameter:{}>"  # a root no Python name can be, while parameters become arguments
+
+
+class ResultConditions:
+    """Per program, memoised per function: when its result is certainly not None."""
+
+    def __init__(self, functions: Mapping[str, FunctionRecord]) -> None:
+        self.functions = functions
+        self._found: dict[str, tuple[Cond, ...]] = {}
+
+    def of(self, name: str) -> tuple[Cond, ...]:
+        if name not in self._found:
+            record = self.functions.get(name)
+            self._found[name] = _conditions(record) if record is not None else ()
+        return self._found[name]
+
+
+def none_tests(name: str) -> dict[Cond, bool]:
+    """`name is None` false and `name is not None` true: what a certain result gives."""
+    ref: Cond = ("ref", (name,))
+    none: Cond = ("const", None)
+    return {("cmp", ("is",), (ref, none)): False, ("cmp", ("is not",), (ref, none)): True}
+
+
+def at_call(
+    callee: FunctionRecord, call: CallSite, passed: Mapping[str, str], conds: Iterable[Cond]
+) -> list[Cond]:
+    """The conditions restated in the caller's terms: each parameter becomes the reference
+    the call passes for it (`passed`: parameter -> argument text), `self` the receiver."""
+    arguments = {p: tuple(t.split(".")) for p, t in passed.items() if _reference(t)}
+    if callee.info.cls is not None and len(call.target) >= 2:
+        receiver = tuple(call.target[:-1])
+        if all(s.isidentifier() for s in receiver):
+            arguments.setdefault("self", receiver)
+    out: list[Cond] = []
+    for cond in conds:
+        roots = {segs[0] for segs in refs(cond)} - {_MARK.format(p) for p in arguments}
+        if any(r.startswith("<parameter:") for r in roots):
+            continue  # reads a parameter the call passes nothing plain for
+        for param, segs in arguments.items():
+            cond = rename(cond, (_MARK.format(param),), segs)
+        out.append(cond)
+    return out
+
+
+def _reference(text: str) -> bool:
+    return all(part.isidentifier() for part in text.split("."))
+
+
+def _conditions(record: FunctionRecord) -> tuple[Cond, ...]:
+    if record.info.is_generator or record.info.is_async:
+        return ()  # calling it makes a generator or a coroutine: never None, never its result
+    params = {p.name.lstrip("*") for p in record.info.params}
+    local: dict[str, Cond] = {}
+    found: list[Cond] = []
+    for stmt in record.info.body:
+        if stmt.kind == "return":
+            found += [_in_parameters(c, local, params) for c in _table_rows(stmt.tree, local)]
+            break
+        if stmt.kind == "if" and _certain(stmt.blocks[0]) and not _returns(stmt.blocks[1]):
+            found.append(_in_parameters(stmt.cond, local, params))
+        elif _returns([stmt]):
+            break
+        if stmt.kind == "assign":
+            _assigned(stmt, local)
+    return tuple(c for c in found if c != _OTHER)
+
+
+def _assigned(stmt: Stmt, local: dict[str, Cond]) -> None:
+    names = [t[0] for t in stmt.targets if len(t) == 1]
+    for name in names:
+        # A second assignment leaves the local unknown: which one a test reads is not followed.
+        twice = name in local
+        local[name] = stmt.tree if len(stmt.targets) == 1 and not twice else _OTHER
+
+
+def _returns(block: Sequence[Stmt]) -> bool:
+    return any(s.kind == "return" for s in walk_statements(block))
+
+
+def _certain(block: Sequence[Stmt]) -> bool:
+    """The block ends in `return <display>` or `raise`, and returns nowhere else."""
+    if not block or block[-1].kind not in ("return", "raise"):
+        return False
+    last = block[-1]
+    return not _returns(block[:-1]) and (last.kind == "raise" or _display(last.tree))
+
+
+def _display(tree: Cond) -> bool:
+    if not tree:
+        return False
+    return tree[0] in ("tuple", "comp") or (tree[0] == "const" and tree[1] is not None)
+
+
+def _table_rows(tree: Cond, local: Mapping[str, Cond]) -> list[Cond]:
+    """`next((<display> for a, b in table if a), None)`: each row's test, its names bound."""
+    if not tree or tree[0] != "call" or tree[1] != ("next",) or not tree[2]:
+        return []
+    comp = tree[2][0]
+    if comp[0] != "comp" or not _display(comp[1]) or comp[3][0] != "ref":
+        return []
+    _, _, names, iterable, tests = comp
+    table = local.get(iterable[1][0]) if len(iterable[1]) == 1 else None
+    if not table or table[0] != "tuple":
+        return []
+    rows: list[Cond] = []
+    for row in table[1]:
+        if row[0] != "tuple" or len(row[1]) != len(names):
+            continue
+        bound = dict(zip(names, row[1], strict=True))
+        parts = tuple(_substituted(t, bound) for t in tests)
+        rows.append(parts[0] if len(parts) == 1 else ("and", parts))
+    return rows
+
+
+def _in_parameters(cond: Cond, local: Mapping[str, Cond], params: set[str]) -> Cond:
+    """`cond` with locals read through, its parameters marked; `_OTHER` where it reads
+    anything but parameters and enum-like constants."""
+    cond = _substituted(cond, {k: v for k, v in local.items() if k not in params})
+    for segs in refs(cond):
+        if segs[0] not in params and not isinstance(evaluate(("ref", segs), {}), Symbol):
+            return _OTHER
+    for param in params:
+        cond = rename(cond, (param,), (_MARK.format(param),))
+    return cond
+
+
+def _substituted(cond: Cond, bound: Mapping[str, Cond]) -> Cond:
+    """`cond` with each bound name replaced by its tree (`a.b` through a bound reference)."""
+    tag = cond[0] if cond else "other"
+    if tag == "ref":
+        return _through(cond[1], bound)
+    if tag == "call":
+        target = _through(cond[1], bound)
+        if target[0] != "ref" or len(cond) > 4:  # a method of a computed value: not followed
+            return _OTHER
+        args = tuple(_substituted(a, bound) for a in cond[2])
+        kwargs = tuple((k, _substituted(v, bound)) for k, v in cond[3])
+        return ("call", target[1], args, kwargs)
+    if tag == "not":
+        return ("not", _substituted(cond[1], bound))
+    if tag in ("and", "or"):
+        return (tag, tuple(_substituted(p, bound) for p in cond[1]))
+    if tag == "cmp":
+        return ("cmp", cond[1], tuple(_substituted(p, bound) for p in cond[2]))
+    if tag == "const":
+        return cond
+    return _OTHER
+
+
+def _through(segs: Segs, bound: Mapping[str, Cond]) -> Cond:
+    value = bound.get(segs[0])
+    if value is None:
+        return ("ref", segs)
+    if len(segs) == 1:
+        return value
+    return ("ref", value[1] + segs[1:]) if value[0] == "ref" else _OTHER

@@ -1,0 +1,187 @@
+"""What the caller knows about an argument holds for the parameter it fills, and a call in an
+assert's message runs only on the path where the assert fails (which raises)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.check.test_blocking import _assert_marked
+
+
+def test_a_call_in_an_assert_message_runs_only_when_the_assert_fails(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        def loop():
+            while True:
+                owners = torch.ones(4, device="cuda")
+                assert owners.numel() == 4, f"bad owners {owners.tolist()}"
+                assert owners.numel() > 0, owners.cpu()
+                total = owners.sum().item()  # expect
+                dist.all_reduce(owners)
+        """,
+        {"rounds": ["mod.loop"]},
+    )
+
+
+def test_a_none_test_on_the_argument_holds_for_the_parameter(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        _endpoint = None
+
+        def make(endpoint=None, bind=True):
+            if endpoint is None:
+                time.sleep(1)
+                return
+            if bind:
+                open("x")
+            subprocess.run(["connect"])  # expect
+
+        def send():
+            if _endpoint is None:
+                return
+            make(_endpoint, bind=False)
+
+        def loop():
+            while True:
+                send()
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
+
+
+def test_facts_on_an_arguments_attributes_hold_for_the_parameters(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        class Kind:
+            IDLE = 0
+            EXTEND = 1
+
+        def run_idle(batch):
+            if batch.kind == Kind.EXTEND:
+                torch.cuda.synchronize()
+            return batch
+
+        def run_any(batch):
+            if batch.kind == Kind.EXTEND:
+                torch.cuda.synchronize()  # expect
+
+        def loop(work):
+            while True:
+                if work.kind == Kind.IDLE:
+                    run_idle(work)
+                run_any(work)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
+
+
+REFUSALS = """
+class Mode:
+    NULL = 0
+    PREFILL = 1
+
+def _reject_reason(s, new_role):
+    sa = s.args
+    checks = (
+        (new_role not in ("prefill", "decode"), True, lambda: "bad role"),
+        (s.mode == Mode.NULL, True, lambda: "not disaggregated"),
+        (sa.staging, False, lambda: "staging"),
+    )
+    return next(((msg(), safe) for failed, safe, msg in checks if failed), None)
+
+def _refusal(s):
+    if s.waiting:
+        return None
+    if s.mode == Mode.NULL:
+        return ("not disaggregated", True)
+    return None
+
+def _late_refusal(s):
+    if s.waiting:
+        return None
+    if s.mode == Mode.NULL:
+        return "not disaggregated"
+
+def handle_switch(s, req):
+    rejection = _reject_reason(s, req.role)
+    if rejection is not None:
+        return rejection
+    torch.cuda.synchronize()
+
+def handle_resize(s, req):
+    reason = _late_refusal(s)
+    if reason is not None:
+        return reason
+    open("resize")  # expect
+
+class S:
+    def __init__(self, mode):
+        self.mode = mode
+        self.busy = False
+        self.args = None
+
+    def event_loop_normal(self):
+        while True:
+            req = recv()
+            handle_switch(self, req)
+            handle_resize(self, req)
+            dist.barrier()
+
+def dispatch(s: S):
+    if s.mode == Mode.NULL:
+        s.event_loop_normal()
+"""
+
+
+def test_a_helper_that_refuses_in_the_rounds_mode_stops_the_handler(tmp_path: Path):
+    """`_reject_reason` returns a row of its table whose test holds: under the round's
+    `mode == NULL` it refuses, so the handler returns before its work. `_late_refusal` may
+    return None first (when waiting), so its caller's work stays reported."""
+    _assert_marked(tmp_path, REFUSALS, {"rounds": ["*.event_loop_*"]})
+
+
+def test_a_refusal_under_a_fact_the_round_may_lose_is_low_confidence(tmp_path: Path):
+    """Where a method may reassign the mode, the refusal is not certain: the handler's work
+    stays reported, with low confidence, saying which fact must change."""
+    switch = "    def switch(self):\n        self.mode = Mode.PREFILL\n\n"
+    code = REFUSALS.replace("    def event_loop_normal", switch + "    def event_loop_normal")
+    sync = "    torch.cuda.synchronize()"
+    code = code.replace(sync + "\n", sync + "  # expect\n")
+    findings = _assert_marked(tmp_path, code, {"rounds": ["*.event_loop_*"]})
+    by_callee = {f.extra["blocking"]["callee"]: f.extra for f in findings}
+    assert by_callee["torch.cuda.synchronize"]["confidence"] == "low"
+    assert "`s.mode`" in by_callee["torch.cuda.synchronize"]["confidence_note"]
+    assert by_callee["open"]["confidence"] != "low"
+
+
+def _switched_past_the_refusal(extra_in_loop: str = "") -> str:
+    """REFUSALS where the mode is reassigned by `switch`, which the handler runs only past
+    its refusal (as a role switch re-initialises the mode)."""
+    switch = "    def switch(self):\n        self.mode = Mode.PREFILL\n\n"
+    code = REFUSALS.replace("    def event_loop_normal", switch + "    def event_loop_normal")
+    sync = "    torch.cuda.synchronize()\n"
+    code = code.replace(sync, sync + "    s.switch()\n")
+    loop = "            handle_switch(self, req)\n"
+    return code.replace(loop, loop + extra_in_loop)
+
+
+def test_a_fact_broken_only_past_its_own_refusal_holds_all_round(tmp_path: Path):
+    """The only writer of `mode` runs past a refusal the round's `mode == NULL` makes
+    certain: no path of the round breaks the fact first, so the work past the refusal is
+    not a path of the round at all (an inductive invariant), not merely doubted."""
+    _assert_marked(tmp_path, _switched_past_the_refusal(), {"rounds": ["*.event_loop_*"]})
+
+
+def test_a_writer_the_round_runs_outside_doubt_leaves_the_fact_shaky(tmp_path: Path):
+    code = _switched_past_the_refusal("            if poll():\n                self.switch()\n")
+    sync = "    torch.cuda.synchronize()"
+    findings = _assert_marked(
+        tmp_path, code.replace(sync + "\n", sync + "  # expect\n"), {"rounds": ["*.event_loop_*"]}
+    )
+    by_callee = {f.extra["blocking"]["callee"]: f.extra for f in findings}
+    assert by_callee["torch.cuda.synchronize"]["confidence"] == "low"
