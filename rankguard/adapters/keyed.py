@@ -24,13 +24,15 @@ _TABLE = "CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, value BLOB N
 
 
 class KeyedStore:
-    """`path` None: a store that keeps nothing (the cache is off)."""
+    """`path` None: a store that keeps nothing (the cache is off), or, `in_memory`, one that
+    keeps what is put for its own life only (a report's base and head share one, whether the
+    disk cache is on or not)."""
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, in_memory: bool = False) -> None:
         self.path = path
         self._db: sqlite3.Connection | None = None
         self._pending: dict[str, bytes] = {}
-        self._broken = path is None
+        self._broken = path is None and not in_memory
 
     def _connect(self) -> sqlite3.Connection | None:
         if self._broken:
@@ -47,11 +49,11 @@ class KeyedStore:
         return self._db
 
     def get(self, key: str) -> Any | None:
+        if self._broken:
+            return None
         data = self._pending.get(key)
-        if data is None:
-            db = self._connect()
-            if db is None:
-                return None
+        db = self._connect() if data is None and self.path is not None else None
+        if db is not None:
             try:
                 row = db.execute("SELECT value FROM entries WHERE key = ?", (key,)).fetchone()
             except sqlite3.Error:
@@ -75,7 +77,9 @@ class KeyedStore:
             self._pending[key] = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
     def flush(self) -> None:
-        """Write what was put since the last flush, in one transaction."""
+        """Write what was put since the last flush, in one transaction (in memory: keep it)."""
+        if self.path is None:
+            return
         pending, self._pending = self._pending, {}
         db = self._connect() if pending else None
         if db is None:

@@ -7,11 +7,13 @@ sub-folder is given).
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rankguard.adapters.keyed import KeyedStore
 from rankguard.analysis.inventory.table import Inventory
 from rankguard.core.config import Config
 from rankguard.core.errors import ErrorRecord
@@ -143,13 +145,17 @@ def build_report(
     staleness_source: RowSource | None = None,
 ) -> Report:
     subdir = subdir.strip("/")
-    shared: Shared = {}  # the head re-uses the base's resolution where the modules agree
-    base = load_side(
-        "base", repo_path, base_rev, subdir, config, cache, rules, staleness_source, shared
-    )
-    head = load_side(
-        "head", repo_path, head_rev, subdir, config, cache, rules, staleness_source, shared
-    )
+    # The head re-uses the base's resolution where the modules agree, and its kept summaries
+    # where the keys do; in memory only: the disk cache keeps what `check` keeps.
+    shared: Shared = {}
+    kept = KeyedStore(None, in_memory=True)
+    base = load_side("base", repo_path, base_rev, subdir, config, cache, rules,
+                     staleness_source, shared, kept)  # fmt: skip
+    # The base's model is cyclic (program <-> resolver) and loading pauses the collector: free
+    # it now, or it is still there while the head's model is built.
+    gc.collect()
+    head = load_side("head", repo_path, head_rev, subdir, config, cache, rules,
+                     staleness_source, shared, kept)  # fmt: skip
     base_commit, head_commit = commit_of(repo_path, base.commit), commit_of(repo_path, head.commit)
     changes = changed_files(base_commit, head_commit, subdir)
     base_paths = {p for c in changes if c.base_path and (p := _relative(c.base_path, subdir))}

@@ -3,9 +3,11 @@
 Both sides share one summary cache (content-addressed by blob id), so the head pays only for
 the blobs the change touched; with the disk cache off an in-memory layer still shares them.
 They share the resolution too (`Shared`): the head re-resolves only the modules whose content
-changed, when no interface did. A side keeps what the report's sections read of its program
-(its errors, its functions' local names, its summaries), not the program: the base's model and
-analyses are gone before the head's are built, so a report holds one program at a time.
+changed, when no interface did; and the per-function summaries analyses keep (`kept`), so the
+head re-walks only the functions whose keys the change moved. A side keeps what the report's
+sections read of its program (its errors, its functions' local names, its summaries), not the
+program: the base's model and analyses are gone before the head's are built, so a report holds
+one program at a time.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rankguard.adapters.keyed import KeyedStore
 from rankguard.adapters.sources import SourceTree, open_repository, read_revision, resolve_revision
 from rankguard.analysis.discovery import Discovery, require_rounds
 from rankguard.core.config import Config
@@ -65,6 +68,7 @@ def load_side(
     rules: Sequence[type[Rule]],
     staleness_source: RowSource | None = None,
     shared: Shared | None = None,
+    kept: KeyedStore | None = None,
 ) -> Side:
     """Read `rev` (below `subdir`), build its program and run every chosen rule on it (or
     take the results from the cache when this exact file set was analysed before).
@@ -72,13 +76,14 @@ def load_side(
     Each side's rounds are its own: configured patterns, else discovered from that revision's
     code (a loop the head adds is a round the head adds). The head must have rounds: a
     pattern matching nothing there, or nothing discovered, is an input error. `shared`: the
-    resolution both sides of one report share (`model.load.Shared`)."""
+    resolution both sides of one report share (`model.load.Shared`); `kept`: where the
+    analyses of one side keep per-function summaries for the other (`adapters.keyed`)."""
     commit = commit_of(repo_path, rev)
     tree = read_revision(repo_path, commit.hexsha, subdir, config.exclude)
     program = load_program(tree, cache, shared)
     data = {f.path: f.data for f in tree.files}
     context = RuleContext(
-        program, config, read_source=lambda rel: data[rel].decode("utf-8", "replace")
+        program, config, read_source=lambda rel: data[rel].decode("utf-8", "replace"), kept=kept
     )
     discovery = None
     if label == "head":  # announced, and checked: the head must have rounds
