@@ -58,6 +58,7 @@ class RoundContext:
     def __init__(self, program: Program) -> None:
         self.program = program
         self._invariants: dict[str, dict[Cond, Any]] = {}
+        self._rounds: dict[str, dict[Cond, Any]] = {}
         self._aliases: dict[str, dict[tuple[str, ...], tuple[str, ...]]] = {}
         self._computed: dict[str, dict[Segs, Cond]] = {}
         self.settings = Settings(program)
@@ -182,7 +183,13 @@ class RoundContext:
     # -- the round -----------------------------------------------------------------------------
     def round_facts(self, record: FunctionRecord) -> dict[Cond, Any]:
         """Facts every caller's selecting branch gives the round function's `self`; those on
-        attributes reassigned after construction ride along as shaky (`analysis.doubts`)."""
+        attributes reassigned after construction ride along as shaky (`analysis.doubts`).
+        Found once per round (each asks the whole program for the round's callers)."""
+        if record.qualname not in self._rounds:
+            self._rounds[record.qualname] = self._round_facts(record)
+        return dict(self._rounds[record.qualname])
+
+    def _round_facts(self, record: FunctionRecord) -> dict[Cond, Any]:
         found: dict[Cond, Any] | None = None
         for caller, call in self._call_sites(record.qualname):
             facts: dict[Cond, Any] = {}
