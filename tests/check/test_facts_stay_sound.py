@@ -20,6 +20,49 @@ class Mode:
 """
 
 
+KIND = """
+class Kind:
+    IDLE = 0
+    EXTEND = 1
+"""
+
+# A handler whose work runs only past `refuse`, called by the loop with `kind == IDLE`.
+REFUSED = """
+def handle(kind):
+    reason = refuse(kind)
+    if reason is not None:
+        return
+    time.sleep(1)  # expect
+
+def loop():
+    while True:
+        k = recv()
+        if k == Kind.IDLE:
+            handle(k)
+        dist.barrier()
+"""
+
+
+def _mode_loop(before_loop: str = "", in_loop: str = "") -> str:
+    """The rest of class `S`: `switch` sets the mode, and the loop, chosen under
+    `mode == NULL`, sleeps and switches in its PREFILL branch."""
+    return f"""
+    def switch(self):
+        self.mode = Mode.PREFILL
+
+    def event_loop_normal(self):
+{before_loop}        while True:
+            if self.mode == Mode.PREFILL:
+                time.sleep(1)  # expect
+                self.switch()
+{in_loop}            dist.barrier()
+
+def dispatch(s: S):
+    if s.mode == Mode.NULL:
+        s.event_loop_normal()
+"""
+
+
 def test_inductive_rule_misses_writers_of_a_deeper_attribute(tmp_path: Path):
     """The shaky fact reads `self.args.mode`; `round_writers` watches only writers of `args`
     (`reload`, run in doubt), not of `.mode` on the args object (`poke`, run every round
@@ -66,23 +109,8 @@ class S:
     def __init__(self, mode):
         self.mode = mode
         self.wanted = None
-
-    def switch(self):
-        self.mode = Mode.PREFILL
-
-    def event_loop_normal(self):
-        if self.wanted:
-            self.switch()
-        while True:
-            if self.mode == Mode.PREFILL:
-                time.sleep(1)  # expect
-                self.switch()
-            dist.barrier()
-
-def dispatch(s: S):
-    if s.mode == Mode.NULL:
-        s.event_loop_normal()
-""",
+"""
+        + _mode_loop(before_loop="        if self.wanted:\n            self.switch()\n"),
         ROUNDS,
     )
 
@@ -103,21 +131,8 @@ class S:
         while True:
             if control_request():
                 self.switch()
-
-    def switch(self):
-        self.mode = Mode.PREFILL
-
-    def event_loop_normal(self):
-        while True:
-            if self.mode == Mode.PREFILL:
-                time.sleep(1)  # expect
-                self.switch()
-            dist.barrier()
-
-def dispatch(s: S):
-    if s.mode == Mode.NULL:
-        s.event_loop_normal()
-""",
+"""
+        + _mode_loop(),
         ROUNDS,
     )
 
@@ -168,30 +183,15 @@ def test_a_refusal_helper_that_reassigns_its_parameter_first(tmp_path: Path):
     certain where `kind == IDLE` and the handler's work is dropped."""
     _assert_marked(
         tmp_path,
-        """
-class Kind:
-    IDLE = 0
-    EXTEND = 1
-
+        KIND
+        + """
 def refuse(kind):
     kind = normalize(kind)
     if kind == Kind.IDLE:
         return ("idle", True)
     return None
-
-def handle(kind):
-    reason = refuse(kind)
-    if reason is not None:
-        return
-    time.sleep(1)  # expect
-
-def loop():
-    while True:
-        k = recv()
-        if k == Kind.IDLE:
-            handle(k)
-        dist.barrier()
-""",
+"""
+        + REFUSED,
         {"rounds": ["mod.loop"]},
     )
 
@@ -256,11 +256,8 @@ def test_an_explicit_base_call_gives_self_facts_to_the_wrong_parameter(tmp_path:
     `batch` (`self.kind == IDLE` read as `batch.kind == IDLE`)."""
     _assert_marked(
         tmp_path,
-        """
-class Kind:
-    IDLE = 0
-    EXTEND = 1
-
+        KIND
+        + """
 class Base:
     def process(self, batch):
         if batch.kind == Kind.EXTEND:
@@ -306,24 +303,10 @@ class S:
     def mode(self, value):
         self._mode = value
 
-    def switch(self):
-        self.mode = Mode.PREFILL
-
     def rotate(self):
         self._mode = Mode.PREFILL
-
-    def event_loop_normal(self):
-        while True:
-            if self.mode == Mode.PREFILL:
-                time.sleep(1)  # expect
-                self.switch()
-            self.rotate()
-            dist.barrier()
-
-def dispatch(s: S):
-    if s.mode == Mode.NULL:
-        s.event_loop_normal()
-""",
+"""
+        + _mode_loop(in_loop="            self.rotate()\n"),
         ROUNDS,
     )
 
@@ -346,20 +329,8 @@ def refuse(kind):
     if kind == Kind.IDLE:
         raise ValueError("idle")
     return None
-
-def handle(kind):
-    reason = refuse(kind)
-    if reason is not None:
-        return
-    time.sleep(1)  # expect
-
-def loop():
-    while True:
-        k = recv()
-        if k == Kind.IDLE:
-            handle(k)
-        dist.barrier()
-""",
+"""
+        + REFUSED,
         {"rounds": ["mod.loop"]},
     )
 
@@ -371,11 +342,8 @@ def test_a_bound_method_called_through_a_parameter_gives_argument_facts_to_self(
     among the parameters the arguments fill, so `batch.kind == IDLE` lands on `self.kind`."""
     _assert_marked(
         tmp_path,
-        """
-class Kind:
-    IDLE = 0
-    EXTEND = 1
-
+        KIND
+        + """
 def run(fn, batch):
     fn(batch)
 
@@ -404,11 +372,8 @@ def test_a_fact_on_an_argument_survives_a_method_that_resets_it(tmp_path: Path):
     trusted as if nothing could change it; a round fact on the same attribute would be shaky."""
     _assert_marked(
         tmp_path,
-        """
-class Kind:
-    IDLE = 0
-    EXTEND = 1
-
+        KIND
+        + """
 class Work:
     def __init__(self):
         self.kind = Kind.IDLE
