@@ -20,7 +20,7 @@ from rankguard.analysis.blocking_types import (
     same,
 )
 from rankguard.analysis.collectives import CollectiveSite
-from rankguard.analysis.context import passed_arguments, placements
+from rankguard.analysis.context import placements
 from rankguard.analysis.doubts import DOUBT, doubted, forget_shaky, shaky_facts, shaky_of
 from rankguard.analysis.doubts import doubt as doubt_of
 from rankguard.analysis.drained import after, assigned, dominated
@@ -175,11 +175,10 @@ class Walk:
             return state
         functions = self.a.program.functions
         names = {t.name for t in followed(self.a.program, self.fn, call) if t.name in functions}
-        if len(names) != 1 or not self.a.results.of(min(names)):
+        name = min(names) if len(names) == 1 else None
+        if name is None or not self.a.results.of(name):
             return state
-        callee = functions[min(names)]
-        passed = {p: text for p, (_, text) in passed_arguments(callee, call).items()}
-        conds = at_call(callee, call, passed, self.a.results.of(callee.qualname))
+        conds = at_call(functions[name], call, self.a.results.of(name))
         facts = none_tests(stmt.targets[0][0])
         if any(self.a.infeasible(c, False, state.known) for c in conds):
             return state.evolve(known={**state.known, **facts})

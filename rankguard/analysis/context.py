@@ -323,12 +323,16 @@ def bindings(
                 out[("ref", (param.name,))] = Symbol(text)
         elif not starred and param.literal:
             out[("ref", (param.name,))] = param.literal[0]
-    shaky = shaky_of(known)
-    for name, (key, text) in passed.items():
-        if name in named and key not in literal and not _constant_name(text):
-            restated = _restated(known, text, name)
-            out.update((c, v) for c, v in restated.items() if _settled_reads(c, settled))
-            out.update(shaky_facts(_restated(shaky, text, name)))
+    plain = [
+        (name, text)
+        for name, (key, text) in passed.items()
+        if name in named and key not in literal and not _constant_name(text)
+    ]
+    shaky = shaky_of(known) if plain else {}  # asked on every entry: scan only when needed
+    for name, text in plain:
+        restated = _restated(known, text, name)
+        out.update((c, v) for c, v in restated.items() if _settled_reads(c, settled))
+        out.update(shaky_facts(_restated(shaky, text, name)))
     return out
 
 

@@ -36,19 +36,19 @@ _LOGGERS = frozenset(("logger", "logging", "log", "_logger", "LOGGER"))
 def dominated(blocking: BlockingCall, call: CallSite, known: Mapping[Cond, Any]) -> bool:
     """A device sync with nothing queued since the last one on every path here (its receiver
     computed by an operator, `(a @ b).item()`, queues that work first)."""
-    return blocking.kind == _SYNC and DRAINED in known and not operates(call.receiver)
+    return blocking.kind == _SYNC and DRAINED in known and not _operates(call.receiver)
 
 
-def operates(tree: Cond) -> bool:
+def _operates(tree: Cond) -> bool:
     """An operator somewhere in the value tree (`a @ b`, `x * 2`): a kernel on a tensor."""
     if not isinstance(tree, tuple) or not tree:
         return False
-    return tree[0] == "arith" or any(operates(part) for part in tree[1:])
+    return tree[0] == "arith" or any(_operates(part) for part in tree[1:])
 
 
 def assigned(tree: Cond, state: State) -> State:
     """Past an assignment whose value an operator computes: maybe work queued."""
-    if DRAINED not in state.known or not operates(tree):
+    if DRAINED not in state.known or not _operates(tree):
         return state
     return _undrained(state)
 

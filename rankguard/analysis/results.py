@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from rankguard.analysis.context import dotted
+from rankguard.analysis.context import dotted, passed_arguments
 from rankguard.model.facts import Cond, member, refs, rename
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CallSite, Segs, Stmt, walk_statements
@@ -53,12 +53,11 @@ def none_tests(name: str) -> dict[Cond, bool]:
     return {("cmp", ("is",), (ref, none)): False, ("cmp", ("is not",), (ref, none)): True}
 
 
-def at_call(
-    callee: FunctionRecord, call: CallSite, passed: Mapping[str, str], conds: Iterable[Cond]
-) -> list[Cond]:
+def at_call(callee: FunctionRecord, call: CallSite, conds: Iterable[Cond]) -> list[Cond]:
     """The conditions restated in the caller's terms: each parameter becomes the reference
-    the call passes for it (`passed`: parameter -> argument text), `self` the receiver."""
-    arguments = {p: segs for p, t in passed.items() if (segs := dotted(t)) is not None}
+    the call passes for it, `self` the receiver."""
+    passed = passed_arguments(callee, call)
+    arguments = {p: segs for p, (_, t) in passed.items() if (segs := dotted(t)) is not None}
     receiver = dotted(".".join(call.target[:-1])) if len(call.target) >= 2 else None
     if callee.info.cls is not None and receiver is not None:
         arguments.setdefault("self", receiver)
