@@ -15,6 +15,7 @@ import os
 import pickle
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
@@ -45,12 +46,14 @@ def store(path: Path | None, value: object) -> None:
     write_atomic(path, payload)
 
 
-def load(path: Path | None, kind: type[T]) -> T | None:
+def load(
+    path: Path | None, kind: type[T], loads: Callable[[bytes], object] = pickle.loads
+) -> T | None:
+    """The entry at `path` if it is a `kind` (`loads`: how it was written), else None."""
     if path is None:
         return None
     try:
-        with path.open("rb") as handle:
-            value = pickle.load(handle)
+        value = loads(path.read_bytes())
     except Exception:  # a miss, whatever the reason
         value = None
     found = isinstance(value, kind)

@@ -12,11 +12,11 @@ import ast
 import hashlib
 import io
 import os
-import pickle
 import tokenize
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from rankguard import __version__
@@ -28,6 +28,7 @@ from rankguard.core.errors import ErrorRecord
 from rankguard.summary.extract import summarize
 from rankguard.summary.interface import interface_of
 from rankguard.summary.ir import FileSummary
+from rankguard.summary.share import Table, dumps, loads
 
 
 def _code_fingerprint() -> str:
@@ -129,25 +130,26 @@ class SummaryCache:
         assert self.directory is not None
         return self.directory / "summaries" / self.salt / blob[:2] / f"{blob}.pickle"
 
-    def get(self, blob: str) -> Parsed | None:
+    def get(self, blob: str, table: Table) -> Parsed | None:
+        """The result for `blob`, its values shared through `table` (`summary.share`)."""
         found = self.memory.get(blob)
         if found is None and self.directory is not None:
-            found = store.load(self._path(blob), Parsed)
+            found = store.load(self._path(blob), Parsed, partial(loads, table=table))
             if found is not None:
                 self.memory[blob] = found
         return found
 
-    def put(self, blob: str, payload: bytes) -> Parsed:
+    def put(self, blob: str, payload: bytes, table: Table) -> Parsed:
         """Keep a freshly parsed result (pickled by the worker that parsed it)."""
         if self.directory is not None:
             write_atomic(self._path(blob), payload)
-        parsed: Parsed = pickle.loads(payload)
+        parsed: Parsed = loads(payload, table)
         self.memory[blob] = parsed
         return parsed
 
 
 def _parse_to_bytes(data: bytes) -> bytes:
-    return pickle.dumps(parse_bytes(data), protocol=pickle.HIGHEST_PROTOCOL)
+    return dumps(parse_bytes(data))
 
 
 def parse_all(
@@ -159,8 +161,9 @@ def parse_all(
     bar.phase("parse", len(files), "files")
     results: dict[str, Parsed] = {}
     missing: list[SourceFile] = []
+    table = Table()  # one object per identifier and reference for all these files
     for src in files:
-        cached = cache.get(src.blob)
+        cached = cache.get(src.blob, table)
         if cached is None:
             missing.append(src)
         else:
@@ -175,12 +178,12 @@ def parse_all(
         with ProcessPoolExecutor(max_workers=jobs) as pool:
             payloads = pool.map(_parse_to_bytes, (s.data for s in missing), chunksize=8)
             for src, payload in zip(missing, payloads, strict=True):
-                results[src.path] = cache.put(src.blob, payload)
+                results[src.path] = cache.put(src.blob, payload, table)
                 bar.advance()
     else:
         for src in missing:
             payload = _parse_to_bytes(src.data)
-            results[src.path] = cache.put(src.blob, payload)
+            results[src.path] = cache.put(src.blob, payload, table)
             bar.advance()
     summaries = {path: r.summary for path, r in results.items() if r.summary is not None}
     errors = [ErrorRecord(path, r.error) for path, r in results.items() if r.error]

@@ -7,6 +7,7 @@ from pathlib import Path
 from rankguard.adapters.sources import read_directory
 from rankguard.model.load import make_cache
 from rankguard.summary.parse import SummaryCache, parse_all
+from rankguard.summary.share import Table
 from tests.conftest import write_tree
 
 
@@ -65,7 +66,7 @@ def test_a_corrupt_cache_entry_is_ignored_and_rebuilt(tmp_path: Path):
     cache = SummaryCache(store)
     summaries, errors = _parse(src, cache)
     assert list(summaries) == ["a.py"] and errors == [] and cache.misses == 1
-    assert SummaryCache(store).get(read_directory(src).files[0].blob) is not None
+    assert SummaryCache(store).get(read_directory(src).files[0].blob, Table()) is not None
 
 
 def test_warm_rule_results_follow_a_config_change(tmp_path: Path):
