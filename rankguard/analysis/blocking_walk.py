@@ -31,7 +31,7 @@ from rankguard.analysis.receivers import RECEIVER, Receiver
 from rankguard.analysis.results import at_call, none_tests
 from rankguard.core.chains import Hop
 from rankguard.model.facts import Cond, assume, forget, pure
-from rankguard.model.placement import asserted
+from rankguard.model.placement import asserted, of_tree
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt
 
@@ -149,12 +149,13 @@ class Walk:
         return state.evolve(known={**state.known, **facts})
 
     def assign(self, stmt: Stmt, state: State) -> State:
-        state = assigned(stmt.tree, self._forget_facts(state, stmt.targets))
+        attrs = self.a.classify.placement.attribute
+        place = of_tree(stmt.tree, state.env, state.known, attrs)
+        state = assigned(stmt.tree, place, self._forget_facts(state, stmt.targets))
         names = [".".join(t) for t in stmt.targets if CALL not in t and SUBSCRIPT not in t]
         if not names:
             return state
         env = dict(state.env)
-        attrs = self.a.classify.placement.attribute
         single = len(stmt.targets) == 1
         fact = assigned_fact(stmt, state.env, state.known, attrs) if single else None
         for name in names:
@@ -300,8 +301,9 @@ class Walk:
                 return state  # nothing queued since the last sync: it does not wait
             pending = dict(state.pending)
             merge(pending, doubted({blocking.key: blocking}, state.known))
-            return after(blocking, call, state.evolve(pending=pending))
-        state = after(None, call, state)
+            return after(blocking, call, False, state.evolve(pending=pending))
+        functions = self.a.program.functions
+        state = after(None, call, any(t.name in functions for t in targets), state)
         outcomes: list[State | None] = []
         for target in targets:
             hop = Hop(self.fn, self.record.path, call.line, edge_of(target))

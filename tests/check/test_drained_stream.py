@@ -77,3 +77,57 @@ def test_an_operator_queues_work_after_a_sync(tmp_path: Path):
         """,
         {"rounds": ["mod.loop"]},
     )
+
+
+def test_a_sync_drains_what_lives_with_its_tensor(tmp_path: Path):
+    """Where the model cannot place a tensor, a sync on it still drains the queue for the
+    tensors of the same object: on a device the first one waited, on the host none does.
+    Another object's tensor may live elsewhere, and `self` holds tensors of every kind."""
+    _assert_marked(
+        tmp_path,
+        """
+        class Processor:
+            def commit(self, out, other):
+                lengths = out.lengths.tolist()  # expect
+                statuses = out.statuses.tolist()
+                rows = [None] * len(lengths)
+                ids = out.token_ids.cpu().numpy()
+                peak = int(out.counts.max().item())
+                total = out.counts.sum().item()
+                theirs = other.lengths.tolist()  # expect
+                mine = self.lengths.tolist()  # expect
+                again = self.lengths.tolist()
+                yours = self.statuses.tolist()  # expect
+
+        def loop(p, out, other):
+            while True:
+                p.commit(out, other)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
+
+
+def test_work_launched_after_a_sync_of_unknown_placement_waits(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        def forward(x):
+            return x * 2
+
+        def commit(out, n):
+            lengths = out.lengths.tolist()  # expect
+            y = out.hidden @ out.weight
+            statuses = out.statuses.tolist()  # expect
+            forward(out)
+            more = out.more.tolist()  # expect
+            k = n + 1
+            last = out.last.tolist()  # expect
+
+        def loop(out, n):
+            while True:
+                commit(out, n)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
