@@ -23,7 +23,7 @@ from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.context import placements
 from rankguard.analysis.doubts import DOUBT, doubted, forget_shaky, shaky_facts, shaky_of
 from rankguard.analysis.doubts import doubt as doubt_of
-from rankguard.analysis.drained import after, assigned, dominated
+from rankguard.analysis.drained import DRAINED, after, assigned, dominated
 from rankguard.analysis.passed import binding_facts, held_in, narrowed
 from rankguard.analysis.precision import assigned_fact, cadence_of
 from rankguard.analysis.reach import edge_of, followed
@@ -301,9 +301,9 @@ class Walk:
                 return state  # nothing queued since the last sync: it does not wait
             pending = dict(state.pending)
             merge(pending, doubted({blocking.key: blocking}, state.known))
-            return after(blocking, call, False, state.evolve(pending=pending))
-        functions = self.a.program.functions
-        state = after(None, call, any(t.name in functions for t in targets), state)
+            return after(blocking, call, True, state.evolve(pending=pending))
+        quiet = DRAINED not in state.known or self.a.launches.quiet_call(call, targets)
+        state = after(None, call, quiet, state)
         outcomes: list[State | None] = []
         for target in targets:
             hop = Hop(self.fn, self.record.path, call.line, edge_of(target))

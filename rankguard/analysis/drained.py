@@ -11,8 +11,9 @@ tensors of the same local object, or the same attribute of `self` (`out.lengths.
 `out.statuses.tolist()`). If that object is on a device the first sync waited; if it is on the
 host neither does. The mark is cleared by
 any call that may launch work: a program function, a call the model cannot place, an operator
-whose operands may be device tensors (`y = a @ b`). Host builtins, logging, indexing and a
-tensor's own small ops (`x.max()`, `x.float()`: one kernel on data already there) keep it.
+whose operands may be device tensors (`y = a @ b`). Host builtins, logging, indexing, a
+tensor's own small ops (`x.max()`, `x.float()`: one kernel on data already there) and program
+functions that launch nothing (`analysis.launches`) keep it.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def dominated(blocking: BlockingCall, call: CallSite, known: Mapping[Cond, Any])
     """A device sync with nothing queued since the last one on every path here, for what its
     tensor lives with (its receiver computed by an operator, `(a @ b).item()`, queues that
     work first)."""
-    if blocking.kind != _SYNC or _operates(call.receiver):
+    if blocking.kind != _SYNC or operates(call.receiver):
         return False
     drained = known.get(DRAINED)
     if drained is True:
@@ -57,11 +58,11 @@ def dominated(blocking: BlockingCall, call: CallSite, known: Mapping[Cond, Any])
     return unsure and isinstance(drained, frozenset) and bool(_roots(call) & drained)
 
 
-def _operates(tree: Cond) -> bool:
+def operates(tree: Cond) -> bool:
     """An operator somewhere in the value tree (`a @ b`, `x * 2`): a kernel on a tensor."""
     if not isinstance(tree, tuple) or not tree:
         return False
-    return tree[0] == "arith" or any(_operates(part) for part in tree[1:])
+    return tree[0] == "arith" or any(operates(part) for part in tree[1:])
 
 
 def _roots(call: CallSite) -> Roots:
@@ -78,7 +79,7 @@ def _roots(call: CallSite) -> Roots:
 def assigned(tree: Cond, place: str | None, state: State) -> State:
     """Past an assignment whose value an operator computes (`place`: where the value lives):
     maybe work queued, unless the operator works on host values (`[None] * n`)."""
-    if DRAINED not in state.known or not _operates(tree) or place in HOST:
+    if DRAINED not in state.known or not operates(tree) or place in HOST:
         return state
     if tree[0] == "arith" and any(_display(part) for part in tree[-1]):
         return state
@@ -90,9 +91,9 @@ def _display(tree: Cond) -> bool:
     return bool(tree) and (tree[0] == "tuple" or (tree[0] == "const" and isinstance(tree[1], str)))
 
 
-def after(blocking: BlockingCall | None, call: CallSite, in_program: bool, state: State) -> State:
-    """The state past `call` (`blocking` if it is one; `in_program`: it enters a program
-    function): drained by a sync, no longer drained by a call that may launch work."""
+def after(blocking: BlockingCall | None, call: CallSite, quiet: bool, state: State) -> State:
+    """The state past `call` (`blocking` if it is one; `quiet`: it launches no device work,
+    `analysis.launches`): drained by a sync, no longer drained by a call that may launch."""
     if blocking is not None and blocking.kind == _SYNC:
         if blocking.doubt or state.known.get(DRAINED) is True:
             return state
@@ -105,7 +106,7 @@ def after(blocking: BlockingCall | None, call: CallSite, in_program: bool, state
         if isinstance(drained, frozenset):
             roots = roots | drained
         return state.evolve(known={**state.known, DRAINED: roots})
-    if DRAINED not in state.known or _quiet(call, in_program):
+    if DRAINED not in state.known or quiet:
         return state
     return _undrained(state)
 
@@ -114,11 +115,12 @@ def _undrained(state: State) -> State:
     return state.evolve(known={k: v for k, v in state.known.items() if k != DRAINED})
 
 
-def _quiet(call: CallSite, in_program: bool) -> bool:
-    """The call launches no work of note: a host builtin, logging, or a tensor's small op."""
+def host_call(call: CallSite) -> bool:
+    """By its name, a call that launches no work of note: a host builtin, logging, or a
+    tensor's small op."""
     target = call.target
     if len(target) == 1:
         return target[0] in _HOST_BUILTINS
     if len(target) == 2 and target[0] in _LOGGERS and target[1] in _LOGGING:
         return True
-    return not in_program and target[-1] in _SMALL
+    return target[-1] in _SMALL

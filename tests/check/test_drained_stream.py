@@ -131,3 +131,50 @@ def test_work_launched_after_a_sync_of_unknown_placement_waits(tmp_path: Path):
         """,
         {"rounds": ["mod.loop"]},
     )
+
+
+def test_helpers_and_records_that_launch_nothing_keep_the_queue_drained(tmp_path: Path):
+    """Building a record, a helper that only stores and counts on the host, a container's
+    method: none launches device work, so a sync after them still finds the queue empty. A
+    helper that computes with an operator, or calls what the model cannot see, may launch."""
+    _assert_marked(
+        tmp_path,
+        """
+        import msgspec
+
+        class Node(msgspec.Struct):
+            token: int
+
+        class Beam:
+            def __init__(self, token, parent):
+                self.token = token
+                self.parent = parent
+
+        def note(rows, value):
+            rows.append(value)
+            return len(rows)
+
+        def scale(x):
+            return x * 2
+
+        def commit(n, rows):
+            a = torch.ones(n, device="cuda")
+            b = torch.zeros(n, device="cuda")
+            la = a.tolist()  # expect
+            node = Node(1)
+            beam = Beam(2, None)
+            note(rows, beam)
+            rows.append(node)
+            lb = b.tolist()
+            scale(rows)
+            lc = b.tolist()  # expect
+            unknown.thing(rows)
+            ld = b.tolist()  # expect
+
+        def loop(n, rows):
+            while True:
+                commit(n, rows)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
