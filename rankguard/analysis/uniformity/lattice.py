@@ -90,13 +90,15 @@ Env = dict[str, Labels]  # locals by name; attribute paths (`self.x`) by dotted 
 
 def join(envs: list[Env]) -> Env:
     """Join of branch environments. A local missing from a branch is uniform there; an attribute
-    path missing from a branch was not overwritten there, so it falls back to the attribute."""
+    path missing from a branch was not overwritten there, so it falls back to the attribute; a
+    local's items (`name#i`, `tuples.py`) are known after the join only if every branch knew
+    them."""
     if len(envs) == 1:
         return envs[0]
     out: Env = {}
     for env in envs:
         for name, labels in env.items():
-            if "." in name and not all(name in other for other in envs):
+            if ("." in name or "#" in name) and not all(name in other for other in envs):
                 continue
             merge(out.setdefault(name, {}), labels)
     return out
@@ -111,6 +113,11 @@ class FunctionFlow:
     ret_params: dict[str, tuple[Step, ...]] = field(default_factory=dict)  # param -> to return
     seeds: dict[str, Labels] = field(default_factory=dict)  # generator -> what seeds it here
     none_only: bool = False  # its decided answer is only whether it returned `None`
+    # `tuples.py`: every return gives a tuple of `ret_arity` known items (0: none seen, -1: not
+    # so), the own parameters each item holds, and the parameters it unpacks.
+    ret_arity: int = 0
+    ret_items: list[dict[str, tuple[Step, ...]]] = field(default_factory=list)
+    unpacked: set[str] = field(default_factory=set)
 
     def flow(self, node: Node, labels: Labels) -> None:
         if labels:
