@@ -48,6 +48,24 @@ def test_the_rank_local_field_restored_beside_it_still_varies(program_of) -> Non
     assert lines(run(program_of, code)) == [code.count("\n")]
 
 
+def test_a_tuple_saved_on_one_path_of_a_loop_is_restored_item_by_item(program_of) -> None:
+    """`saved = None`, saved on one pass, restored after the loop if it was (sglang's layer
+    loop): `None` holds no items, so the join keeps the tuple's."""
+    code = _save_restore("fb.count > 1").replace(
+        "            saved = enter(fb, 3)\n            leave(fb, saved)\n",
+        "            saved = None\n"
+        "            for i in range(4):\n"
+        "                if i == 2:\n"
+        "                    saved = enter(fb, 3)\n"
+        "            if saved is not None:\n"
+        "                leave(fb, saved)\n",
+    )
+    assert "saved = None" in code
+    assert run(program_of, code) == []
+    code = code.replace("fb.count > 1", "fb.local > 1")
+    assert lines(run(program_of, code)) == [code.count("\n")]
+
+
 def _local(unpack: str, test: str) -> str:
     return BATCH + (
         "class S:\n"

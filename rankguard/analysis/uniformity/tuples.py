@@ -8,7 +8,8 @@ followed item by item where its items are known:
 - a tuple display (`(fb.count, fb.local)`, `(n, f(x))`): a reference, a constant or a call
   item holds its own value, any other item what the whole display holds;
 - a local bound to one (its items are kept in the environment beside its whole value, under
-  `name#i`, and forgotten when it is bound again or a branch that joins did not bind it so);
+  `name#i`, and forgotten when it is bound again or a branch that joins did not bind it to a
+  tuple of that length or to `None`, which holds no items);
 - a call of a helper each of whose returns gives such a tuple of one length (its items are
   nodes `("ret", helper, "#i")`, plus what the call passed to the parameters an item returns,
   plus what decides which return runs);
@@ -50,9 +51,11 @@ def forget(name: str, env: Env) -> None:
 def stored(name: str, env: Env) -> list[Labels] | None:
     """The items the local `name` holds, when it holds a tuple whose items are known."""
     marker = env.get(arity_key(name))
-    if not marker or len(marker) != 1:  # branches that joined bound tuples of two lengths
+    if not marker or len(marker) != 1:
         return None
     count = next(iter(marker))[1]
+    if not count:  # `None`
+        return None
     items = [env.get(f"{name}#{index}") for index in range(count)]
     return None if any(item is None for item in items) else items  # type: ignore[misc]
 
@@ -131,8 +134,13 @@ class TupleItems:
         return items if items is not None and len(items) == len(stmt.targets) else None
 
     def keep(self, stmt: Stmt, items: list[Labels] | None, env: Env) -> None:
-        """After `name = value` (bound already): the items `value` held, if known."""
-        if items is None or len(stmt.targets) != 1 or len(stmt.targets[0]) != 1:
+        """After `name = value` (bound already): the items `value` held, if known (`None`
+        holds none)."""
+        if len(stmt.targets) != 1 or len(stmt.targets[0]) != 1:
+            return
+        if stmt.tree == ("const", None):
+            items = []
+        if items is None:
             return
         name = stmt.targets[0][0]
         env[arity_key(name)] = {("items", len(items)): ()}
