@@ -150,3 +150,15 @@ def test_a_parameter_some_caller_passes_whole_is_unpacked_whole(program_of) -> N
         "        self.pending = [get_attention_tp_rank()]\n"
     )
     assert lines(run(program_of, code)) == [code.count("\n") - 3]
+
+
+def test_a_tuple_kept_past_a_group_size_test(program_of) -> None:
+    """`if get_tp_world_size() > 1:` views the locals on its other side as agreed (a group of
+    one): the tuple's items go with them, and what counts them stays a count."""
+    code = _local(
+        "if get_tp_world_size() > 1:\n"
+        "                pair = (4, get_attention_tp_rank())\n"
+        "            count, local = pair",
+        "count > 1",
+    )
+    assert run(program_of, "def get_tp_world_size():\n    return 2\n\n" + code) == []

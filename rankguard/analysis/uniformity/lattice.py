@@ -113,7 +113,7 @@ def _join_items(envs: list[Env], out: Env) -> None:
             continue
         counts = {label[1] for marker in markers for label in marker}  # type: ignore[union-attr]
         lengths = counts - {0}
-        if len(lengths) > 1:
+        if len(lengths) > 1 or not all(isinstance(count, int) for count in counts):
             continue
         count = next(iter(lengths), 0)
         out[key] = {("items", count): ()}
