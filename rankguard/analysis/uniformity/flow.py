@@ -74,6 +74,17 @@ class UniformityFlow:
         flow = self.flows.get(function)
         return flow.ret_params if flow is not None else {}
 
+    def returned_items(self, function: str) -> list[dict[str, tuple[Step, ...]]] | None:
+        """When every return of `function` gives a tuple of known items: per item, the own
+        parameters it holds (`tuples.py`); None otherwise or when not walked yet."""
+        flow = self.flows.get(function)
+        return flow.ret_items if flow is not None and flow.ret_arity > 0 else None
+
+    def unpacks(self, function: str) -> set[str] | None:
+        """The parameters `function` unpacks item by item; None when not walked yet."""
+        flow = self.flows.get(function)
+        return flow.unpacked if flow is not None else None
+
     def none_only(self, function: str) -> bool:
         """Whether what decides `function`'s answer decides only whether it is `None`."""
         flow = self.flows.get(function)
