@@ -21,14 +21,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from typing import Any, Protocol
 
-from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.reach import followed
 from rankguard.analysis.uniformity.agreement import Agreement
 from rankguard.analysis.uniformity.answers import Answers, constant_of
 from rankguard.analysis.uniformity.branches import Sides
-from rankguard.analysis.uniformity.collectives import CollectiveCalls
+from rankguard.analysis.uniformity.facts import ProgramFacts
 from rankguard.analysis.uniformity.lattice import (
     MAX_STEPS,
     Env,
@@ -44,9 +42,7 @@ from rankguard.analysis.uniformity.lattice import (
 )
 from rankguard.analysis.uniformity.roots import RootViews
 from rankguard.analysis.uniformity.tuples import TupleItems, forget
-from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.model.binding import bind
-from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import (
     CALL,
@@ -60,28 +56,6 @@ from rankguard.summary.ir import (
 )
 
 _MAX_CLASSES = 12
-
-
-class ProgramFacts(Protocol):
-    """What a walk needs from the program-wide analysis (`flow.UniformityFlow`)."""
-
-    program: Program
-    reach: CollectiveReach
-    calls: CollectiveCalls
-    sources_catalog: RankSourceCatalog
-    resolver: Any
-    stores: dict[str, frozenset[str]]
-    reached: frozenset[str]
-
-    def ret_params(self, function: str) -> dict[str, tuple[Step, ...]]: ...
-
-    def is_global(self, module: str, name: str) -> bool: ...
-
-    def none_only(self, function: str) -> bool: ...
-
-    def returned_items(self, function: str) -> list[dict[str, tuple[Step, ...]]] | None: ...
-
-    def unpacks(self, function: str) -> set[str] | None: ...
 
 
 class _Statement:
