@@ -34,7 +34,11 @@ from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.model.program import Program
 from rankguard.summary.ir import CALL, SUBSCRIPT, Stmt, walk_statements
 
-_MAX_SOURCES = 8
+# How many sources a node keeps of each way of varying (`Source.varies_as`): the bound keeps
+# the solve small, and since sources alike that way vary over the same groups, dropping the
+# rest drops no group a node varies over (a first-come cap over all of them could keep only
+# sources that are the same over a collective's group and drop the one that is not).
+_PER_WAY = 4
 Sourced = list[tuple[Source, tuple[Step, ...]]]
 
 
@@ -95,13 +99,15 @@ class UniformityFlow:
 
     # -- solving --------------------------------------------------------------------------
     def _solve(self) -> dict[Node, dict[Source, tuple[Step, ...]]]:
-        """Breadth first from every source: each node keeps its nearest few sources."""
+        """Breadth first from every source: each node keeps its first few sources of each way
+        of varying (`_PER_WAY`), so every way any source reaches it by stays known."""
         forward: dict[Label, list[tuple[Node, tuple[Step, ...]]]] = {}
         for name in sorted(self.flows.keys() - self.elsewhere):
             for node, labels in self.flows[name].edges.items():
                 for label, steps in labels.items():
                     forward.setdefault(label, []).append((node, steps))
         result: dict[Node, dict[Source, tuple[Step, ...]]] = {}
+        ways: dict[tuple[Node, tuple[str, str, str, str]], int] = {}
         queue: deque[tuple[Node, Source, tuple[Step, ...]]] = deque()
         for source in sorted(label for label in forward if isinstance(label, Source)):
             for node, steps in forward[source]:
@@ -115,9 +121,11 @@ class UniformityFlow:
                 # agreed only within a shard of it), not with their values.
                 continue
             known = result.setdefault(node, {})
-            if source in known or len(known) >= _MAX_SOURCES:
+            way = (node, source.varies_as)
+            if source in known or ways.get(way, 0) >= _PER_WAY:
                 continue
             known[source] = chain
+            ways[way] = ways.get(way, 0) + 1
             for nxt, steps in forward.get(node, ()):
                 queue.append((nxt, source, (*steps, *chain)[:18]))
         return result

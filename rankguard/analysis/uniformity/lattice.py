@@ -29,6 +29,12 @@ class Source:
     generator: str = ""
     over: str = ""  # the groups a collective agreed it over on its way, comma-separated, sorted
 
+    @property
+    def varies_as(self) -> tuple[str, str, str, str]:
+        """What decides over which groups it varies (`UniformityFlow._differs` reads only
+        these): two sources alike here vary over exactly the same groups."""
+        return (self.kind, self.dimension, self.generator, self.over)
+
     def agreed_over(self, groups: str) -> Source:
         """The same source, once a collective over `groups` agreed on what it became."""
         dims = sorted({*self.over.split(","), *groups.split(",")} - {""})
