@@ -8,6 +8,8 @@ that is not: the condition then looks uniform and its collective goes unreported
 
 from __future__ import annotations
 
+from rankguard.analysis.uniformity.flow import _covered
+from rankguard.analysis.uniformity.lattice import Source
 from tests.uniformity.programs import lines, run
 
 GROUPS = "def get_tp_group():\n    return _TP\n\n"
@@ -43,3 +45,16 @@ def test_many_uniform_sources_never_crowd_out_the_clock(program_of) -> None:
     found = run(program_of, code)
     assert lines(found) == [code.count("\n")]
     assert found[0].sources[0][0].kind == "time"
+
+
+def test_a_kept_source_covers_another_only_if_agreed_over_no_more_groups() -> None:
+    def clock(over: str) -> Source:
+        return Source("time", "time.monotonic()", "m.f", "m.py", 1, over=over)
+
+    assert _covered(clock("tp,pp"), [clock("tp").agreed])
+    assert not _covered(clock("tp"), [clock("tp,pp").agreed])  # it varies over pp, that not
+    assert not _covered(clock("pp"), [clock("tp").agreed])
+    # An agreed value counts as arriving messages and a raw one does not: neither covers.
+    assert not _covered(clock("tp"), [clock("").agreed])
+    assert not _covered(clock(""), [clock("tp").agreed])
+    assert _covered(clock(""), [clock("").agreed])

@@ -30,10 +30,13 @@ class Source:
     over: str = ""  # the groups a collective agreed it over on its way, comma-separated, sorted
 
     @property
-    def varies_as(self) -> tuple[str, str, str, str]:
-        """What decides over which groups it varies (`UniformityFlow._differs` reads only
-        these): two sources alike here vary over exactly the same groups."""
-        return (self.kind, self.dimension, self.generator, self.over)
+    def way(self) -> tuple[str, str, str]:
+        """What besides `over` decides over which groups it varies (`UniformityFlow._differs`)."""
+        return (self.kind, self.dimension, self.generator)
+
+    @property
+    def agreed(self) -> frozenset[str]:
+        return frozenset(self.over.split(",")) - {""}
 
     def agreed_over(self, groups: str) -> Source:
         """The same source, once a collective over `groups` agreed on what it became."""
