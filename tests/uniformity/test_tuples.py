@@ -19,6 +19,17 @@ BATCH = (
 )
 
 
+# Restores a saved pair into the fields, then starts a round over a fresh batch `fb`.
+LEAVE = (
+    "def leave(fb: Batch, saved):\n"
+    "    (fb.count, fb.local) = saved\n\n"
+    "class S:\n"
+    "    def event_loop(self):\n"
+    "        while True:\n"
+    "            fb = Batch()\n"
+)
+
+
 def _save_restore(test: str) -> str:
     return BATCH + (
         "def enter(fb: Batch, counts):\n"
@@ -26,12 +37,7 @@ def _save_restore(test: str) -> str:
         "    fb.count = counts\n"
         "    fb.local = get_attention_tp_rank()\n"
         "    return saved\n\n"
-        "def leave(fb: Batch, saved):\n"
-        "    (fb.count, fb.local) = saved\n\n"
-        "class S:\n"
-        "    def event_loop(self):\n"
-        "        while True:\n"
-        "            fb = Batch()\n"
+        f"{LEAVE}"
         "            saved = enter(fb, 3)\n"
         "            leave(fb, saved)\n"
         f"            if {test}:\n"
@@ -99,19 +105,28 @@ def test_a_tuple_rebound_forgets_its_old_items(program_of) -> None:
     assert lines(run(program_of, code)) == [code.count("\n")]
 
 
+def _unpacked(helper: str, call: str, more: str = "") -> str:
+    """A round that unpacks `count, local = <call>` and gates a TP barrier on `count`."""
+    return (
+        BATCH
+        + helper
+        + (
+            "class S:\n"
+            "    def event_loop(self):\n"
+            "        while True:\n"
+            f"            count, local = {call}\n"
+            "            if count > 1:\n"
+            "                dist.barrier(group=get_tp_group().cpu_group)\n"
+        )
+        + more
+    )
+
+
 def test_a_helper_returning_a_tuple_gives_each_item_its_own_value(program_of) -> None:
-    code = BATCH + (
-        "def make():\n"
-        "    pair = (3, get_attention_tp_rank())\n"
-        "    return pair\n\n"
-        "class S:\n"
-        "    def event_loop(self):\n"
-        "        while True:\n"
-        "            count, local = make()\n"
-        "            if count > 1:\n"
-        "                dist.barrier(group=get_tp_group().cpu_group)\n"
-        "            if local > 1:\n"
-        "                dist.barrier(group=get_tp_group().cpu_group)\n"
+    code = _unpacked(
+        "def make():\n    pair = (3, get_attention_tp_rank())\n    return pair\n\n",
+        "make()",
+        "            if local > 1:\n                dist.barrier(group=get_tp_group().cpu_group)\n",
     )
     assert lines(run(program_of, code)) == [code.count("\n")]
 
@@ -119,29 +134,19 @@ def test_a_helper_returning_a_tuple_gives_each_item_its_own_value(program_of) ->
 # A helper that returns a tuple on one path and something else on another, or a parameter one
 # caller passes a tuple and another a value built elsewhere, is taken whole.
 def test_a_helper_returning_a_tuple_on_one_path_only_is_taken_whole(program_of) -> None:
-    code = BATCH + (
+    code = _unpacked(
         "def make(flag):\n"
         "    if flag:\n"
         "        return (3, get_attention_tp_rank())\n"
-        "    return other()\n\n"
-        "class S:\n"
-        "    def event_loop(self):\n"
-        "        while True:\n"
-        "            count, local = make(self.flag)\n"
-        "            if count > 1:\n"
-        "                dist.barrier(group=get_tp_group().cpu_group)\n"
+        "    return other()\n\n",
+        "make(self.flag)",
     )
     assert lines(run(program_of, code)) == [code.count("\n")]
 
 
 def test_a_parameter_some_caller_passes_whole_is_unpacked_whole(program_of) -> None:
     code = BATCH + (
-        "def leave(fb: Batch, saved):\n"
-        "    (fb.count, fb.local) = saved\n\n"
-        "class S:\n"
-        "    def event_loop(self):\n"
-        "        while True:\n"
-        "            fb = Batch()\n"
+        f"{LEAVE}"
         "            leave(fb, (3, 4))\n"
         "            leave(fb, self.pending)\n"
         "            if fb.count > 1:\n"
