@@ -22,6 +22,7 @@ from rankguard.analysis.precision import (
     timeout_clear,
     unreachable_while,
     value_fact,
+    zero_duration,
 )
 from rankguard.catalogs.caching import caching_catalog
 from rankguard.catalogs.catalog import BlockingCatalog, BlockingEntry
@@ -170,6 +171,8 @@ class CallClassifier:
             if timeout_clear(call, entry):
                 return None
         elif guard == "thread-dead" and (thread_dead(call, taken) or timeout_clear(call, entry)):
+            return None
+        if guard == "duration" and zero_duration(call):
             return None
         return BlockingCall(
             callee=entry.name,

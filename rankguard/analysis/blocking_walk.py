@@ -23,7 +23,7 @@ from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.context import placements
 from rankguard.analysis.doubts import DOUBT, doubted, forget_shaky, shaky_facts, shaky_of
 from rankguard.analysis.doubts import doubt as doubt_of
-from rankguard.analysis.drained import after, assigned, dominated
+from rankguard.analysis.drained import DRAINED, after, assigned, dominated
 from rankguard.analysis.passed import binding_facts, held_in, narrowed
 from rankguard.analysis.precision import assigned_fact, cadence_of
 from rankguard.analysis.reach import edge_of, followed
@@ -31,7 +31,7 @@ from rankguard.analysis.receivers import RECEIVER, Receiver
 from rankguard.analysis.results import at_call, none_tests
 from rankguard.core.chains import Hop
 from rankguard.model.facts import Cond, assume, forget, pure
-from rankguard.model.placement import asserted
+from rankguard.model.placement import asserted, of_tree
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt
 
@@ -149,12 +149,13 @@ class Walk:
         return state.evolve(known={**state.known, **facts})
 
     def assign(self, stmt: Stmt, state: State) -> State:
-        state = assigned(stmt.tree, self._forget_facts(state, stmt.targets))
+        attrs = self.a.classify.placement.attribute
+        place = of_tree(stmt.tree, state.env, state.known, attrs)
+        state = assigned(stmt.tree, place, self._forget_facts(state, stmt.targets))
         names = [".".join(t) for t in stmt.targets if CALL not in t and SUBSCRIPT not in t]
         if not names:
             return state
         env = dict(state.env)
-        attrs = self.a.classify.placement.attribute
         single = len(stmt.targets) == 1
         fact = assigned_fact(stmt, state.env, state.known, attrs) if single else None
         for name in names:
@@ -300,8 +301,9 @@ class Walk:
                 return state  # nothing queued since the last sync: it does not wait
             pending = dict(state.pending)
             merge(pending, doubted({blocking.key: blocking}, state.known))
-            return after(blocking, call, state.evolve(pending=pending))
-        state = after(None, call, state)
+            return after(blocking, call, True, state.evolve(pending=pending))
+        quiet = DRAINED not in state.known or self.a.launches.quiet_call(call, targets)
+        state = after(None, call, quiet, state)
         outcomes: list[State | None] = []
         for target in targets:
             hop = Hop(self.fn, self.record.path, call.line, edge_of(target))

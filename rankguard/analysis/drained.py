@@ -4,10 +4,16 @@ work (`x.tolist()` then `y.tolist()`) returns at once: the first is the straggle
 reporting the second names no wait of its own.
 
 The walk keeps "drained" among its facts (`DRAINED`), so a join keeps it only where every path
-agrees, and a callee starts without it. It is set by a sync the model is sure of (a device
-tensor's copy to the host, `torch.cuda.synchronize()`), and cleared by any call but a host-only
-builtin or logging (a program function, a tensor method, an unknown call may launch work) and by
-an operator in an assigned value (`y = a @ b`). Indexing is taken as queueing no wait of note.
+agrees, and a callee starts without it. A sync the model is sure of (a device tensor's copy to
+the host, `torch.cuda.synchronize()`) drains everything. A sync on a tensor of unknown
+placement drains what lives with it, for syncs on tensors the model cannot place either: the
+tensors of the same local object, or the same attribute of `self` (`out.lengths.tolist()` then
+`out.statuses.tolist()`). If that object is on a device the first sync waited; if it is on the
+host neither does. The mark is cleared by
+any call that may launch work: a program function, a call the model cannot place, an operator
+whose operands may be device tensors (`y = a @ b`). Host builtins, logging, indexing, a
+tensor's own small ops (`x.max()`, `x.float()`: one kernel on data already there) and program
+functions that launch nothing (`analysis.launches`) keep it.
 """
 
 from __future__ import annotations
@@ -17,7 +23,8 @@ from typing import Any
 
 from rankguard.analysis.blocking_types import BlockingCall, State
 from rankguard.model.facts import Cond
-from rankguard.summary.ir import CallSite
+from rankguard.model.placement import HOST, KEEPS
+from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite
 
 DRAINED: Cond = ("drained",)
 _SYNC = "device-sync"
@@ -31,36 +38,75 @@ _HOST_BUILTINS = frozenset(
 )  # fmt: skip
 _LOGGING = frozenset(("debug", "info", "warning", "warn", "error", "exception", "critical"))
 _LOGGERS = frozenset(("logger", "logging", "log", "_logger", "LOGGER"))
+# A tensor's own methods that launch at most one small kernel on data already there, or
+# copy it to the host: what they queue is not the round's work.
+_SMALL = KEEPS | frozenset(("cpu", "numpy", "tolist", "item"))
+Roots = frozenset[tuple[str, ...]]
 
 
 def dominated(blocking: BlockingCall, call: CallSite, known: Mapping[Cond, Any]) -> bool:
-    """A device sync with nothing queued since the last one on every path here (its receiver
-    computed by an operator, `(a @ b).item()`, queues that work first)."""
-    return blocking.kind == _SYNC and DRAINED in known and not _operates(call.receiver)
+    """A device sync with nothing queued since the last one on every path here, for what its
+    tensor lives with (its receiver computed by an operator, `(a @ b).item()`, queues that
+    work first)."""
+    if blocking.kind != _SYNC or operates(call.receiver):
+        return False
+    drained = known.get(DRAINED)
+    if drained is True:
+        return True
+    # A tensor known to be on a device may live apart from one the model could not place.
+    unsure = blocking.confidence != "high"
+    return unsure and isinstance(drained, frozenset) and bool(_roots(call) & drained)
 
 
-def _operates(tree: Cond) -> bool:
+def operates(tree: Cond) -> bool:
     """An operator somewhere in the value tree (`a @ b`, `x * 2`): a kernel on a tensor."""
     if not isinstance(tree, tuple) or not tree:
         return False
-    return tree[0] == "arith" or any(_operates(part) for part in tree[1:])
+    return tree[0] == "arith" or any(operates(part) for part in tree[1:])
 
 
-def assigned(tree: Cond, state: State) -> State:
-    """Past an assignment whose value an operator computes: maybe work queued."""
-    if DRAINED not in state.known or not _operates(tree):
+def _roots(call: CallSite) -> Roots:
+    """What the synced tensor lives with: the local object its receiver is read from, or the
+    attribute of `self` (`self` itself holds tensors of every kind)."""
+    segs = call.target[:-1]
+    while segs and segs[-1] in (CALL, SUBSCRIPT):
+        segs = segs[:-1]
+    if not segs or CALL in segs or (segs[0] == "self" and len(segs) < 2):
+        return frozenset()
+    return frozenset((segs[:2] if segs[0] == "self" else segs[:1],))
+
+
+def assigned(tree: Cond, place: str | None, state: State) -> State:
+    """Past an assignment whose value an operator computes (`place`: where the value lives):
+    maybe work queued, unless the operator works on host values (`[None] * n`)."""
+    if DRAINED not in state.known or not operates(tree) or place in HOST:
+        return state
+    if tree[0] == "arith" and any(_display(part) for part in tree[-1]):
         return state
     return _undrained(state)
 
 
-def after(blocking: BlockingCall | None, call: CallSite, state: State) -> State:
-    """The state past `call` (`blocking` if it is one): drained by a sure sync, no longer
-    drained by a call that may launch work."""
+def _display(tree: Cond) -> bool:
+    """A list, tuple or string literal: an operator on it repeats or joins host values."""
+    return bool(tree) and (tree[0] == "tuple" or (tree[0] == "const" and isinstance(tree[1], str)))
+
+
+def after(blocking: BlockingCall | None, call: CallSite, quiet: bool, state: State) -> State:
+    """The state past `call` (`blocking` if it is one; `quiet`: it launches no device work,
+    `analysis.launches`): drained by a sync, no longer drained by a call that may launch."""
     if blocking is not None and blocking.kind == _SYNC:
-        if blocking.confidence == "high" and not blocking.doubt and DRAINED not in state.known:
+        if blocking.doubt or state.known.get(DRAINED) is True:
+            return state
+        if blocking.confidence == "high":
             return state.evolve(known={**state.known, DRAINED: True})
-        return state
-    if DRAINED not in state.known or _host_only(call):
+        roots = _roots(call)
+        if not roots:
+            return state
+        drained = state.known.get(DRAINED)
+        if isinstance(drained, frozenset):
+            roots = roots | drained
+        return state.evolve(known={**state.known, DRAINED: roots})
+    if DRAINED not in state.known or quiet:
         return state
     return _undrained(state)
 
@@ -69,8 +115,12 @@ def _undrained(state: State) -> State:
     return state.evolve(known={k: v for k, v in state.known.items() if k != DRAINED})
 
 
-def _host_only(call: CallSite) -> bool:
+def host_call(call: CallSite) -> bool:
+    """By its name, a call that launches no work of note: a host builtin, logging, or a
+    tensor's small op."""
     target = call.target
     if len(target) == 1:
         return target[0] in _HOST_BUILTINS
-    return len(target) == 2 and target[0] in _LOGGERS and target[1] in _LOGGING
+    if len(target) == 2 and target[0] in _LOGGERS and target[1] in _LOGGING:
+        return True
+    return target[-1] in _SMALL

@@ -91,6 +91,15 @@ def flags_clear(call: CallSite, known: Facts) -> bool:
     return False
 
 
+def zero_duration(call: CallSite) -> bool:
+    """`time.sleep(0)`: a literal zero only yields the GIL to other threads."""
+    duration = call.args[0] if call.args else call.kwarg("secs") or call.kwarg("seconds")
+    try:
+        return duration is not None and float(duration) == 0
+    except ValueError:
+        return False
+
+
 def timeout_clear(call: CallSite, entry: BlockingEntry) -> bool:
     """A timeout, or block=False / blocking=False, bounds the wait."""
     for key in ("block", "blocking"):

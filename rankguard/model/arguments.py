@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from rankguard.model.records import Resolved, Target
 from rankguard.model.values import Value
-from rankguard.summary.ir import CallSite, FunctionInfo, Operand
+from rankguard.summary.ir import CallSite, FunctionInfo, Operand, walk_statements
 
 if TYPE_CHECKING:
     from rankguard.model.program import Program
@@ -35,24 +35,28 @@ Callers = dict[str, list[tuple[str, CallSite]]]
 
 def through_parameters(program: Program, resolver: Resolver) -> None:
     decorated = resolver.decorated_by()
-    # Unresolved calls of a bare name that is a parameter here or in an enclosing function.
-    pending: list[tuple[str, int, str]] = []
+    # Calls of a bare name that is a parameter here or in an enclosing function (unresolved),
+    # or a local some assignment copies a parameter into (`step = builtin; step(args)`), with
+    # what the local's other assignments resolve to.
+    pending: list[tuple[str, int, str, str, tuple[Target, ...]]] = []
     for qual, resolved in program.calls.items():
         for index, (call, targets) in enumerate(resolved):
-            if targets or len(call.target) != 1:
+            if len(call.target) != 1:
                 continue
-            owner = parameter_owner(program, qual, call.target[0])
+            name = call.target[0]
+            owner = None if targets else parameter_owner(program, qual, name)
             if owner is not None:
-                pending.append((qual, index, owner))
+                pending.append((qual, index, owner, name, ()))
+            elif (param := copied_parameter(program.functions[qual].info, name)) is not None:
+                pending.append((qual, index, qual, param, targets))
     for _ in range(_MAX_ROUNDS):
         flow = _Flow(program, resolver, callers(program))
         changed = False
-        for qual, index, owner in pending:
+        for qual, index, owner, name, held in pending:
             call = program.calls[qual][index].call
-            name = call.target[0]
             found = flow.values(owner, name)
             via = "argument" if owner == qual else "closure"
-            targets = tuple(Target(n, "call", via) for n in sorted(found))
+            targets = held + tuple(Target(n, "call", via) for n in sorted(found))
             if _position(program.functions[owner].info, name) == 0 and owner in decorated:
                 targets += tuple(Target(n, "call", "decorated") for n in decorated[owner])
             if targets != program.calls[qual][index].targets:
@@ -164,6 +168,23 @@ def _position(info: FunctionInfo, name: str) -> int | None:
     # A method's parameter is reached through a bound method (`obj.m(...)`, or `a(...)` with
     # `a = obj.m` handed down), so the receiver is not among the arguments.
     return names.index(name) - (1 if info.takes_self else 0)
+
+
+def copied_parameter(info: FunctionInfo, name: str) -> str | None:
+    """The parameter a local `name` is assigned from (`step = builtin`), if any."""
+    params = {p.name for p in info.params}
+    if name in params:
+        return None
+    for stmt in walk_statements(info.body):
+        if (
+            stmt.kind == "assign"
+            and stmt.targets == ((name,),)
+            and (stmt.tree or ())[:1] == ("ref",)
+        ):
+            source = stmt.tree[1]
+            if len(source) == 1 and source[0] in params:
+                return source[0]
+    return None
 
 
 def parameter_owner(program: Program, qual: str, name: str) -> str | None:

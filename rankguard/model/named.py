@@ -17,10 +17,12 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from rankguard.model.namespaces import dedupe, of_kind
-from rankguard.model.values import Value
+from rankguard.model.values import BUILTIN_PREFIX, DEVICE_MODULES, Value
 
 if TYPE_CHECKING:
+    from rankguard.model.records import FunctionRecord
     from rankguard.model.resolve import Resolver
+    from rankguard.summary.ir import Segs, Stmt
 
 NAMED = "named"
 
@@ -94,3 +96,32 @@ def _forwarded(resolver: Resolver, cls: str) -> tuple[Value, ...]:
                 if owner[:1] == (params[0].name,):
                     return tuple(v for v in resolver.evaluate(fn, owner) if v.name != cls)
     return ()
+
+
+def computed_attribute(
+    resolver: Resolver, fn: FunctionRecord, stmt: Stmt, callee: Segs
+) -> tuple[Value, ...]:
+    """`getattr(owner, name)`: a literal name is that attribute; a computed one is the
+    device submodules for `torch` (`getattr(torch, device_type)`), else the methods it may
+    name (`model.named`)."""
+    for call in stmt.calls:
+        if call.target != callee or len(call.args) != 2:
+            continue
+        if not any(v.name == BUILTIN_PREFIX + "getattr" for v in resolver.evaluate(fn, callee)):
+            continue
+        owner = resolver.evaluate(fn, tuple(call.args[0].split(".")))
+        prefix = name_prefix(call.args[1])
+        if prefix is None:
+            return dedupe(v for o in owner for v in resolver.attribute(o, call.args[1][1:-1]))
+        if any(v.kind == "external" and v.name == "torch" for v in owner):
+            return DEVICE_MODULES
+        if not prefix and _own(fn, call.args[0]):
+            return ()  # any method of its own class, the loop itself included: too wide
+        return named_methods(resolver, owner, prefix)
+    return ()
+
+
+def _own(fn: FunctionRecord, text: str) -> bool:
+    """`text` names the method's own instance (`self`)."""
+    params = fn.info.params
+    return bool(fn.info.cls and params) and text == params[0].name

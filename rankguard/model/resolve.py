@@ -21,11 +21,17 @@ from typing import TYPE_CHECKING, Any
 from rankguard.model.cycles import Cycles
 from rankguard.model.decorators import Decorators
 from rankguard.model.hierarchy import Hierarchy
-from rankguard.model.named import NAMED, forwarded, name_prefix, named_methods
+from rankguard.model.named import NAMED, computed_attribute, forwarded
 from rankguard.model.namespaces import ModuleNamespaces, dedupe, of_kind
 from rankguard.model.records import FunctionRecord, Target
 from rankguard.model.stores import AttrEntry, Stores, subscript_root
-from rankguard.model.values import BUILTIN_PREFIX, Value, external
+from rankguard.model.values import (
+    BUILTIN_PREFIX,
+    DEVICE_MODULE_GETTER,
+    DEVICE_MODULES,
+    Value,
+    external,
+)
 from rankguard.summary.ir import (
     CALL,
     OPAQUE,
@@ -54,11 +60,6 @@ def _common_method_names() -> frozenset[str]:
 
 
 COMMON_METHODS = _common_method_names()
-# `torch.get_device_module()` / `getattr(torch, device_type)`: the accelerator's submodule.
-DEVICE_MODULE_GETTER = "torch.get_device_module"
-DEVICE_MODULES = tuple(
-    Value("external", f"torch.{name}", via="device") for name in ("cuda", "xpu", "npu", "mps")
-)
 _IN_PROGRESS = object()
 
 
@@ -198,7 +199,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
         if shape[0] == "call":
             if len(shape) > 2:  # annotated and called: trust the annotation
                 return list(self._instances(fn, shape[2]))
-            computed = self._computed_attribute(fn, stmt, shape[1])
+            computed = computed_attribute(self, fn, stmt, shape[1])
             return list(computed or self.call_results(fn, shape[1]))
         if shape[0] == "ref":
             return [v for v in self.evaluate(fn, shape[1]) if v.kind != "builtin"]
@@ -212,28 +213,6 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
         if shape[0] == "const" and shape[1][:1] in ("'", '"'):
             return [_builtin_instance("str")]
         return []
-
-    def _computed_attribute(
-        self, fn: FunctionRecord, stmt: Stmt, callee: Segs
-    ) -> tuple[Value, ...]:
-        """`getattr(owner, name)`: a literal name is that attribute; a computed one is the
-        device submodules for `torch` (`getattr(torch, device_type)`), else the methods it may
-        name (`model.named`)."""
-        for call in stmt.calls:
-            if call.target != callee or len(call.args) != 2:
-                continue
-            if not any(v.name == BUILTIN_PREFIX + "getattr" for v in self.evaluate(fn, callee)):
-                continue
-            owner = self.evaluate(fn, tuple(call.args[0].split(".")))
-            prefix = name_prefix(call.args[1])
-            if prefix is None:
-                return dedupe(v for o in owner for v in self.attribute(o, call.args[1][1:-1]))
-            if any(v.kind == "external" and v.name == "torch" for v in owner):
-                return DEVICE_MODULES
-            if not prefix and _own(fn, call.args[0]):
-                return ()  # any method of its own class, the loop itself included: too wide
-            return named_methods(self, owner, prefix)
-        return ()
 
     def _instances(self, fn: FunctionRecord, annotation: Segs) -> tuple[Value, ...]:
         out = []
@@ -404,8 +383,8 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
         )
 
     def _returned(self, fn: FunctionRecord) -> tuple[Value, ...]:
-        found: list[Value] = []
-        if fn.info.returns:
+        found: list[Value] = list(self._constructed(fn))
+        if fn.info.returns and not found:
             found.extend(self._instances(fn, fn.info.returns))
         for stmt in of_kind(fn.info.body, "return"):
             shape = stmt.value
@@ -416,6 +395,23 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
             elif shape[0] == "ref":
                 found.extend(v for v in self.evaluate(fn, shape[1]) if v.kind == "function")
         return dedupe(found)
+
+    def _constructed(self, fn: FunctionRecord) -> tuple[Value, ...]:
+        """Every `return` builds an instance of a class it names (`return Tiered(...)`, a
+        constant aside): exactly those classes, which say more than an annotation naming their
+        base. `cls(...)` and `type(self)(...)` build whatever class the call was made on."""
+        built: list[Value] = []
+        for stmt in of_kind(fn.info.body, "return"):
+            shape = stmt.value
+            if not shape or shape[0] == "const":
+                continue
+            if shape[0] != "call" or len(shape) > 2 or shape[1][0] in _OPEN_CLASSES:
+                return ()
+            classes = self.evaluate(fn, shape[1])
+            if not classes or any(v.kind != "class" for v in classes):
+                return ()
+            built.extend(Value("instance", v.name) for v in classes)
+        return dedupe(built)
 
     # -- calls ------------------------------------------------------------------
     def call_targets(self, fn: FunctionRecord, call: CallSite) -> list[Target]:
@@ -471,10 +467,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
         return sorted({v.name for v in self.evaluate(fn, segs) if v.kind == "function"})
 
 
-def _own(fn: FunctionRecord, text: str) -> bool:
-    """`text` names the method's own instance (`self`)."""
-    params = fn.info.params
-    return bool(fn.info.cls and params) and text == params[0].name
+_OPEN_CLASSES = frozenset(("cls", "self", "type", "super()"))
 
 
 _CONTEXT_MANAGERS = ("contextmanager", "asynccontextmanager")

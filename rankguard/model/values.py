@@ -33,3 +33,10 @@ class Value(NamedTuple):
 
 def external(name: str) -> Value:
     return Value("external", name)
+
+
+# `torch.get_device_module()` / `getattr(torch, device_type)`: the accelerator's submodule.
+DEVICE_MODULE_GETTER = "torch.get_device_module"
+DEVICE_MODULES = tuple(
+    Value("external", f"torch.{name}", via="device") for name in ("cuda", "xpu", "npu", "mps")
+)

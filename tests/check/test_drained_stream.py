@@ -77,3 +77,104 @@ def test_an_operator_queues_work_after_a_sync(tmp_path: Path):
         """,
         {"rounds": ["mod.loop"]},
     )
+
+
+def test_a_sync_drains_what_lives_with_its_tensor(tmp_path: Path):
+    """Where the model cannot place a tensor, a sync on it still drains the queue for the
+    tensors of the same object: on a device the first one waited, on the host none does.
+    Another object's tensor may live elsewhere, and `self` holds tensors of every kind."""
+    _assert_marked(
+        tmp_path,
+        """
+        class Processor:
+            def commit(self, out, other):
+                lengths = out.lengths.tolist()  # expect
+                statuses = out.statuses.tolist()
+                rows = [None] * len(lengths)
+                ids = out.token_ids.cpu().numpy()
+                peak = int(out.counts.max().item())
+                total = out.counts.sum().item()
+                theirs = other.lengths.tolist()  # expect
+                mine = self.lengths.tolist()  # expect
+                again = self.lengths.tolist()
+                yours = self.statuses.tolist()  # expect
+
+        def loop(p, out, other):
+            while True:
+                p.commit(out, other)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
+
+
+def test_work_launched_after_a_sync_of_unknown_placement_waits(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        def forward(x):
+            return x * 2
+
+        def commit(out, n):
+            lengths = out.lengths.tolist()  # expect
+            y = out.hidden @ out.weight
+            statuses = out.statuses.tolist()  # expect
+            forward(out)
+            more = out.more.tolist()  # expect
+            k = n + 1
+            last = out.last.tolist()  # expect
+
+        def loop(out, n):
+            while True:
+                commit(out, n)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
+
+
+def test_helpers_and_records_that_launch_nothing_keep_the_queue_drained(tmp_path: Path):
+    """Building a record, a helper that only stores and counts on the host, a container's
+    method: none launches device work, so a sync after them still finds the queue empty. A
+    helper that computes with an operator, or calls what the model cannot see, may launch."""
+    _assert_marked(
+        tmp_path,
+        """
+        import msgspec
+
+        class Node(msgspec.Struct):
+            token: int
+
+        class Beam:
+            def __init__(self, token, parent):
+                self.token = token
+                self.parent = parent
+
+        def note(rows, value):
+            rows.append(value)
+            return len(rows)
+
+        def scale(x):
+            return x * 2
+
+        def commit(n, rows):
+            a = torch.ones(n, device="cuda")
+            b = torch.zeros(n, device="cuda")
+            la = a.tolist()  # expect
+            node = Node(1)
+            beam = Beam(2, None)
+            note(rows, beam)
+            rows.append(node)
+            lb = b.tolist()
+            scale(rows)
+            lc = b.tolist()  # expect
+            unknown.thing(rows)
+            ld = b.tolist()  # expect
+
+        def loop(n, rows):
+            while True:
+                commit(n, rows)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )

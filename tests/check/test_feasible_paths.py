@@ -695,3 +695,34 @@ def test_a_receiver_of_known_class_runs_its_own_overrides(tmp_path: Path):
     )
     rounds = sorted(f.extra["round"].rsplit(".", 1)[1] for f in result.findings)
     assert rounds == ["event_loop_declared", "event_loop_file"]
+
+
+_RUN_HOOK = """
+    _HOOKS = {}
+
+    def _bind(fn, previous):
+        def wrapped(server_args):
+            fn(server_args, previous)
+
+        return wrapped
+
+    def run_hook(builtin, server_args):
+        step = builtin
+        for fn in _HOOKS.get(builtin.__name__, ()):
+            step = _bind(fn, step)
+        step(server_args)
+
+    def start():
+        run_hook(validate, _CFG)
+"""
+
+
+def test_a_validation_step_run_through_a_local_copy_of_a_parameter(tmp_path: Path):
+    """`step = builtin; ...; step(server_args)`: the local holds what the parameter does, so
+    the validation function a launcher hands to its hook runner is called there, and what it
+    asserts holds in the round as if it were called directly."""
+    direct = "    def start():\n        validate(_CFG)\n"
+    validated = _ELASTIC_EP_VALIDATED.replace(direct, _RUN_HOOK)
+    assert validated != _ELASTIC_EP_VALIDATED
+    findings = _assert_marked(tmp_path, validated, {"rounds": ["*.event_loop_*"]})
+    assert [f.extra["round"].rsplit(".", 1)[-1] for f in findings] == ["event_loop_normal"]

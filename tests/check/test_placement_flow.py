@@ -73,13 +73,13 @@ def test_an_assert_or_branch_on_a_tensors_device_places_it(tmp_path: Path):
             assert x.is_cpu and y.device == "cpu"
             a = x.tolist()
             b = y.tolist()
-            c = z.tolist()  # expect
             if z.is_cpu:
                 d = z.tolist()
             if z.device.type != "cpu":
                 e = z.tolist()  # expect
             else:
                 f = z.tolist()
+            c = z.tolist()  # expect
 
         def event_loop(a, b):
             while True:
@@ -132,6 +132,7 @@ def test_what_a_loop_or_comprehension_takes_from_a_host_value_is_host_data(tmp_p
                     c = v.item() if isinstance(v, torch.Tensor) else v
                 lens = lens_cpu if isinstance(lens_cpu, list) else lens_cpu.tolist()
                 d = [int(v.item()) if isinstance(v, torch.Tensor) else int(v) for v in lens]
+                dev = dev + 1  # work queued again (`analysis.drained`)
                 e = [int(v.item()) for v in dev]  # expect
                 other = [x * 2 for x in other]  # work queued again (`analysis.drained`)
                 f = [int(v.item()) for v in other]  # expect

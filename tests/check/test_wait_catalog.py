@@ -86,3 +86,21 @@ def test_work_wait_after_a_completion_poll_is_not_a_wait(tmp_path: Path):
                 dist.barrier()
         """,
     )
+
+
+def test_a_zero_sleep_yields_and_does_not_wait(tmp_path: Path):
+    """`time.sleep(0)` gives other threads the GIL and returns: no time passes on this rank."""
+    _assert_marked(
+        tmp_path,
+        """
+        import time
+
+        def event_loop(pause):
+            while True:
+                time.sleep(0)
+                time.sleep(0.0)
+                time.sleep(pause)  # expect
+                time.sleep(0.5)  # expect
+                dist.barrier()
+        """,
+    )

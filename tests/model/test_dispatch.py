@@ -90,3 +90,52 @@ def test_an_exactly_typed_receiver_keeps_its_one_target(program_of):
         if data["line"] == 50
     ]
     assert edges == [(50, "m.Local.sync")]
+
+
+FACTORIES = """
+class Cache:
+    def reset(self):
+        pass
+
+    @classmethod
+    def simulated(cls) -> "Cache":
+        return Cache()
+
+    @classmethod
+    def derived(cls) -> "Cache":
+        return cls()
+
+
+class Tiered(Cache):
+    def reset(self):
+        self.lock.acquire()
+
+
+def build() -> Cache:
+    return Tiered()
+
+
+class Policy:
+    def __init__(self):
+        self.tree = Cache.simulated()
+        self.other = Tiered.derived()
+
+    def step(self):
+        self.tree.reset()
+        self.other.reset()
+"""
+
+
+def test_a_factory_that_constructs_one_class_returns_exactly_it(program_of):
+    """The annotation says a base class; the body says which class: a call on what it returns
+    runs that class's method, not every override."""
+    program = program_of({"m.py": FACTORIES})
+    found = callees(program, "m.Policy.step", "call")
+    assert "m.Cache.reset" in found
+    assert "m.Tiered.reset" in found  # `cls()`: whatever class the factory was called on
+
+
+def test_only_the_constructed_class_is_returned(program_of):
+    program = program_of({"m.py": FACTORIES + "\n\ndef use():\n    Cache.simulated().reset()\n"})
+    assert callees(program, "m.use", "call") >= {"m.Cache.reset"}
+    assert "m.Tiered.reset" not in callees(program, "m.use", "call")

@@ -1,0 +1,86 @@
+"""Which calls may launch work on a device, for `analysis.drained`: after a sync the queue
+stays empty until one does.
+
+A call launches nothing when everything it may run is *quiet*: a host builtin or logging, a
+container's own method (`rows.append(x)`), a tensor's small op on data already there, building
+a record (a class with no constructor of its own, a `msgspec.Struct`), or a program function
+whose body calls only quiet things and computes no operator (`x * 2` may be a kernel). A
+function on a cycle of calls, one deeper than a few calls, or one with a `with` block (its exit
+runs code this does not see) is not taken as quiet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rankguard.analysis.drained import host_call, operates
+from rankguard.model.program import Program
+from rankguard.model.records import Target
+from rankguard.summary.ir import CallSite, walk_statements
+
+_DEPTH = 4
+# Constructors of record types from outside the program: they store their fields.
+_RECORD_INITS = frozenset(
+    ("msgspec.Struct.__init__", "typing.NamedTuple.__init__", "builtins.object.__init__")
+)
+# Methods of Python's containers that no tensor has: what they do stays on the host.
+_CONTAINER_METHODS = frozenset(
+    (
+        "append", "appendleft", "extend", "extendleft", "insert", "pop", "popleft", "popitem",
+        "remove", "discard", "clear", "get", "items", "keys", "setdefault", "update", "join",
+        "startswith", "endswith", "format", "strip", "split", "lower", "upper", "replace",
+    )
+)  # fmt: skip
+_OPERATOR_TEXT = frozenset("+-*/@%&|^~<>")
+
+
+class Launches:
+    """Per program, memoised per function: is it quiet."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self._quiet: dict[str, bool] = {}
+        self._stack: set[str] = set()
+
+    def quiet_call(self, call: CallSite, targets: Sequence[Target], depth: int = 0) -> bool:
+        """Nothing `call` may run launches device work."""
+        program = self.program
+        inside = [t for t in targets if t.name in program.functions or t.name in program.classes]
+        outside = [t for t in targets if t not in inside]
+        if not inside and not any(t.name in _RECORD_INITS for t in outside):
+            return host_call(call) or _container_method(call)
+        if any(t.name not in _RECORD_INITS for t in outside):
+            return False
+        functions = [t.name for t in inside if t.name in program.functions]
+        return all(self._quiet_function(name, depth + 1) for name in functions)
+
+    def _quiet_function(self, name: str, depth: int) -> bool:
+        found = self._quiet.get(name)
+        if found is not None:
+            return found
+        if depth > _DEPTH or name in self._stack:
+            return False
+        self._stack.add(name)
+        try:
+            found = self._body_quiet(name, depth)
+        finally:
+            self._stack.discard(name)
+        self._quiet[name] = found
+        return found
+
+    def _body_quiet(self, name: str, depth: int) -> bool:
+        record = self.program.functions[name]
+        resolved = {id(r.call): r.targets for r in self.program.calls.get(name, ())}
+        for stmt in walk_statements(record.info.body):
+            if stmt.kind == "with" or operates(stmt.tree):
+                return False
+            for call in stmt.calls:
+                if any(_OPERATOR_TEXT & set(arg) for arg in call.args):
+                    return False
+                if not self.quiet_call(call, resolved.get(id(call), ()), depth):
+                    return False
+        return True
+
+
+def _container_method(call: CallSite) -> bool:
+    return len(call.target) >= 2 and call.target[-1] in _CONTAINER_METHODS
