@@ -9,7 +9,10 @@ scheduling is off, though the loop reads that setting through another object
 
 A setting is known by its attribute name: the validated object (a parameter or local named like
 a configuration: `cfg`, `server_args`, `cfg = view(server_args)`) and the getters the loops
-read (`get_parallel().pp_size`) are views of one argument set in these codebases. Only
+read (`get_parallel().pp_size`) are views of one argument set in these codebases. A group's
+field (`get_exec().moe.elastic_ep_backend`) is the setting where no getter reads the name
+directly, no other group holds it, and the getter's object has no attribute of that name of its
+own (a draft model's `get_exec().draft.pp_size` is not the pipeline's `pp_size`). Only
 implications whose every premise and conclusion read settings of the one validated object are
 kept; a premise the round does not know decides nothing.
 """
@@ -23,6 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from rankguard.analysis.intervals import decided
+from rankguard.analysis.stability import SELF
 from rankguard.model.arguments import Callers, callers
 from rankguard.model.binding import bind
 from rankguard.model.facts import (
@@ -58,6 +62,7 @@ class Settings:
         self._readers: dict[str, tuple[Segs, ...]] | None = None
         self._callers: Callers | None = None
         self._guarded: set[str] | None = None
+        self._grouped: frozenset[tuple[str, Segs]] = frozenset()
         self._guard_maps: dict[str, dict[int, list[Premise] | None]] = {}
         self._derived: dict[frozenset[tuple[Cond, Any]], dict[Cond, Any]] = {}
 
@@ -66,7 +71,7 @@ class Settings:
         imply under the validation's asserts; only the new ones."""
         start = {}
         for cond, value in known.items():
-            canonical = _canonical_getters(cond)
+            canonical = self.canonical(cond)
             if canonical is not None:
                 start[canonical] = value
         if not start:
@@ -198,16 +203,63 @@ class Settings:
         return table.get(id(call))
 
     def readers(self) -> dict[str, tuple[Segs, ...]]:
-        """Setting name -> the getter calls it is read through (`get_schedule()`)."""
+        """Setting name -> the getter calls it is read through (`get_schedule()`), or the one
+        settings group that holds it (`get_exec().moe`, `_grouped`)."""
         if self._readers is None:
             found: dict[str, set[Segs]] = defaultdict(set)
+            groups: dict[str, set[Segs]] = defaultdict(set)
+            getters: dict[Segs, FunctionRecord] = {}
             for record in self.program.functions.values():
                 for stmt in walk_statements(record.info.body):
                     for segs in stmt.reads:
                         if _getter_read(segs):
                             found[segs[2]].add(segs[:2])
+                        elif _getter_read(segs[:3]) and _getter_read(segs[:2] + segs[3:]):
+                            groups[segs[3]].add(segs[:3])
+                            getters.setdefault(segs[:3], record)
+            for name, held in groups.items():
+                if name not in found and len(held) == 1:
+                    (group,) = held
+                    if not self._holds_own(getters[group], group[:2], name):
+                        found[name].add(group)
             self._readers = {k: tuple(sorted(v)) for k, v in found.items()}
+            self._grouped = frozenset(
+                (name, getter) for name, held in self._readers.items() for getter in held
+            )
         return self._readers
+
+    def _holds_own(self, record: FunctionRecord, getter: Segs, name: str) -> bool:
+        """The object `getter` returns (or may: unknown counts) has an attribute `name` of its
+        own, so `getter().group.name` is another setting than `name` (a draft model's own)."""
+        classes = [v.name for v in self.program.evaluate(record.qualname, getter)]
+        if not classes or any(c not in self.program.classes for c in classes):
+            return True
+        for cls in classes:
+            for owner in self.program.mro(cls):
+                info = self.program.classes[owner]
+                if any(attr == name for attr, _ in info.info.attributes):
+                    return True
+                for method in info.methods.values():
+                    body = self.program.functions[method].info.body
+                    if any((SELF, name) in stmt.targets for stmt in walk_statements(body)):
+                        return True
+        return False
+
+    def canonical(self, cond: Cond) -> Cond | None:
+        """`cond` over `<setting>.name` refs, if it reads only settings through getters (or
+        through the one group that holds a setting)."""
+        self.readers()
+        found = list(refs(cond))
+        if not found:
+            return None
+        for segs in found:
+            if _getter_read(segs):
+                continue
+            if len(segs) != 4 or (segs[3], segs[:3]) not in self._grouped:
+                return None
+        for prefix in {s[:3] if len(s) == 4 else s[:2] for s in found}:
+            cond = rename(cond, prefix, (SETTING,))
+        return cond
 
 
 def _checks(body: Sequence[Stmt], guards: tuple[Premise, ...]) -> Iterator[tuple[tuple, Cond]]:
@@ -303,21 +355,11 @@ def _canonical(cond: Cond, root: str) -> Cond | None:
 def _getter_read(segs: Segs) -> bool:
     """`get_schedule().name`: a setting read through a module-level getter (not a builtin's
     result such as `getattr(x, n).device`). A settings group's field (`get_exec().moe.name`)
-    is not taken: groups repeat field names, and by name alone one group's `name` would be
-    taken for another's."""
+    is the setting only where `Settings.readers` finds it unambiguous: groups may repeat field
+    names, and by name alone one group's `name` would be taken for another's."""
     return (
         len(segs) == 3
         and segs[1] == CALL
         and segs[0] not in NOT_GETTERS
         and segs[2] not in (CALL, SUBSCRIPT)
     )
-
-
-def _canonical_getters(cond: Cond) -> Cond | None:
-    """`cond` over `<setting>.name` refs, if it reads only settings through getters."""
-    found = list(refs(cond))
-    if not found or not all(_getter_read(s) for s in found):
-        return None
-    for getter in {s[:2] for s in found}:
-        cond = rename(cond, getter, (SETTING,))
-    return cond
