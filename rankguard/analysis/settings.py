@@ -264,7 +264,8 @@ class Settings:
 
 def _checks(body: Sequence[Stmt], guards: tuple[Premise, ...]) -> Iterator[tuple[tuple, Cond]]:
     """(enclosing guards, what must hold) for every assert and every `if C: raise`, up to the
-    first statement that may return early (what follows it is itself conditional)."""
+    first statement that may return early (what follows it is itself conditional), past an
+    `if C: return` with `C` false among the guards."""
     for stmt in body:
         if stmt.kind == "expr" and stmt.cond:
             yield guards, stmt.cond
@@ -276,7 +277,16 @@ def _checks(body: Sequence[Stmt], guards: tuple[Premise, ...]) -> Iterator[tuple
             if len(stmt.blocks) > 1:
                 yield from _checks(stmt.blocks[1], (*guards, (stmt.cond, False)))
         if _may_return(stmt):
-            return
+            if not _early_return(stmt):
+                return
+            guards = (*guards, (stmt.cond, False))
+
+
+def _early_return(stmt: Stmt) -> bool:
+    """`if C: ...; return` with no `else`: only where `C` holds does the function stop."""
+    body = stmt.blocks[0] if stmt.kind == "if" and stmt.cond and stmt.blocks else ()
+    orelse = stmt.blocks[1] if len(stmt.blocks) > 1 else ()
+    return bool(body) and body[-1].kind == "return" and not orelse
 
 
 def _refuted(cond: Cond, guards: tuple[Premise, ...]) -> Iterator[tuple[tuple, Cond]]:
