@@ -175,23 +175,53 @@ class Settings:
         return fn.qualname not in self._guarded
 
     def _guarded_functions(self) -> set[str]:
-        """Functions some call reaches only under a condition (propagated to their callees)."""
+        """Functions some call reaches only under a condition (propagated to their callees).
+        A function handed to another as an argument (`run_hook(validate, cfg)` running
+        `step(cfg)`) is guarded where the hand-over is, or the call of the parameter is: not
+        wherever else the runner is called with other steps."""
         if self._callers is None:
             self._callers = callers(self.program)
         calls: dict[str, set[str]] = defaultdict(set)
+        handed: dict[str, set[str]] = defaultdict(set)  # caller -> functions it hands over
         work: list[str] = []
-        for callee, sites in self._callers.items():
-            for caller, call in sites:
-                calls[caller].add(callee)
-                if self.guards(caller, call) != []:
-                    work.append(callee)
+        for caller, resolved in self.program.calls.items():
+            for call, targets in resolved:
+                for target in targets:
+                    if target.kind == "callback" or target.name not in self.program.functions:
+                        continue
+                    if self.guards(caller, call) != []:
+                        work.append(target.name)
+                    argument = target.via == "argument"
+                    sites = list(self._handing_over(caller, target.name)) if argument else []
+                    if not sites:  # a plain call, or a hand-over not told here: as any callee
+                        calls[caller].add(target.name)
+                    for passer, site in sites:
+                        handed[passer].add(target.name)
+                        if self.guards(passer, site) != []:
+                            work.append(target.name)
         guarded: set[str] = set()
         while work:
             name = work.pop()
             if name not in guarded:
                 guarded.add(name)
                 work.extend(calls.get(name, ()))
+                work.extend(handed.get(name, ()))
         return guarded
+
+    def _handing_over(self, runner: str, function: str) -> Iterator[tuple[str, CallSite]]:
+        """The calls of `runner` that pass `function` (by name) as an argument."""
+        short = function.rsplit(".", 1)[-1]
+        for caller, site in self._callers.get(runner, ()) if self._callers else ():
+            if any(
+                operand.ref
+                and operand.ref[-1] == short
+                and self._names(caller, operand.ref, function)
+                for operand in site.operands
+            ):
+                yield caller, site
+
+    def _names(self, caller: str, ref: Segs, function: str) -> bool:
+        return any(v.name == function for v in self.program.evaluate(caller, ref))
 
     def guards(self, function: str, call: CallSite) -> list[Premise] | None:
         """The `if` conditions (and sides) enclosing `call` in `function`, where nothing else
