@@ -34,6 +34,9 @@ from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.model.program import Program
 from rankguard.summary.ir import CALL, SUBSCRIPT, Stmt, walk_statements
 
+# How many sources a node keeps first come; past that, only one that no kept source covers
+# (`_covered`). A plain first-come bound could keep only sources the same over a collective's
+# group and drop the one that is not, so the condition looked uniform.
 _MAX_SOURCES = 8
 Sourced = list[tuple[Source, tuple[Step, ...]]]
 
@@ -74,6 +77,17 @@ class UniformityFlow:
         flow = self.flows.get(function)
         return flow.ret_params if flow is not None else {}
 
+    def returned_items(self, function: str) -> list[dict[str, tuple[Step, ...]]] | None:
+        """When every return of `function` gives a tuple of known items: per item, the own
+        parameters it holds (`tuples.py`); None otherwise or when not walked yet."""
+        flow = self.flows.get(function)
+        return flow.ret_items if flow is not None and flow.ret_arity > 0 else None
+
+    def unpacks(self, function: str) -> set[str] | None:
+        """The parameters `function` unpacks item by item; None when not walked yet."""
+        flow = self.flows.get(function)
+        return flow.unpacked if flow is not None else None
+
     def none_only(self, function: str) -> bool:
         """Whether what decides `function`'s answer decides only whether it is `None`."""
         flow = self.flows.get(function)
@@ -84,13 +98,15 @@ class UniformityFlow:
 
     # -- solving --------------------------------------------------------------------------
     def _solve(self) -> dict[Node, dict[Source, tuple[Step, ...]]]:
-        """Breadth first from every source: each node keeps its nearest few sources."""
+        """Breadth first from every source: each node keeps its first few sources, then only
+        those no kept one covers (`_covered`), so no group a node varies over is lost."""
         forward: dict[Label, list[tuple[Node, tuple[Step, ...]]]] = {}
         for name in sorted(self.flows.keys() - self.elsewhere):
             for node, labels in self.flows[name].edges.items():
                 for label, steps in labels.items():
                     forward.setdefault(label, []).append((node, steps))
         result: dict[Node, dict[Source, tuple[Step, ...]]] = {}
+        kept: dict[tuple[Node, tuple[str, str, str]], list[frozenset[str]]] = {}
         queue: deque[tuple[Node, Source, tuple[Step, ...]]] = deque()
         for source in sorted(label for label in forward if isinstance(label, Source)):
             for node, steps in forward[source]:
@@ -104,9 +120,11 @@ class UniformityFlow:
                 # agreed only within a shard of it), not with their values.
                 continue
             known = result.setdefault(node, {})
-            if source in known or len(known) >= _MAX_SOURCES:
+            alike = kept.setdefault((node, source.way), [])
+            if source in known or (len(known) >= _MAX_SOURCES and _covered(source, alike)):
                 continue
             known[source] = chain
+            alike.append(source.agreed)
             for nxt, steps in forward.get(node, ()):
                 queue.append((nxt, source, (*steps, *chain)[:18]))
         return result
@@ -173,6 +191,15 @@ class UniformityFlow:
             dimension = source.dimension or None
             return not groups or any(not catalog.rank_uniform_over(dimension, g) for g in groups)
         return True
+
+
+def _covered(source: Source, alike: list[frozenset[str]]) -> bool:
+    """Whether a kept source of the same way (`Source.way`), agreed over `alike`'s groups,
+    varies over every group `source` does, at this node and wherever both flow on: agreed over
+    no more groups, and over some iff `source` is (a size counts arrivals only of agreed
+    values, `_solve`). Unions with the groups later collectives agree over keep both."""
+    agreed = source.agreed
+    return any(other <= agreed and bool(other) == bool(agreed) for other in alike)
 
 
 def _callees_first(program: Program) -> list[str]:

@@ -29,6 +29,15 @@ class Source:
     generator: str = ""
     over: str = ""  # the groups a collective agreed it over on its way, comma-separated, sorted
 
+    @property
+    def way(self) -> tuple[str, str, str]:
+        """What besides `over` decides over which groups it varies (`UniformityFlow._differs`)."""
+        return (self.kind, self.dimension, self.generator)
+
+    @property
+    def agreed(self) -> frozenset[str]:
+        return frozenset(self.over.split(",")) - {""}
+
     def agreed_over(self, groups: str) -> Source:
         """The same source, once a collective over `groups` agreed on what it became."""
         dims = sorted({*self.over.split(","), *groups.split(",")} - {""})
@@ -90,16 +99,39 @@ Env = dict[str, Labels]  # locals by name; attribute paths (`self.x`) by dotted 
 
 def join(envs: list[Env]) -> Env:
     """Join of branch environments. A local missing from a branch is uniform there; an attribute
-    path missing from a branch was not overwritten there, so it falls back to the attribute."""
+    path missing from a branch was not overwritten there, so it falls back to the attribute; a
+    local's items (`name#i`, `tuples.py`) are joined apart (`_join_items`)."""
     if len(envs) == 1:
         return envs[0]
     out: Env = {}
     for env in envs:
         for name, labels in env.items():
-            if "." in name and not all(name in other for other in envs):
+            if "#" in name or ("." in name and not all(name in other for other in envs)):
                 continue
             merge(out.setdefault(name, {}), labels)
+    _join_items(envs, out)
     return out
+
+
+def _join_items(envs: list[Env], out: Env) -> None:
+    """A local's items are known after a join when every branch bound it to a tuple of one
+    length, or to `None` (`("items", 0)`: it holds none, so unpacking never reads it there)."""
+    for key in {k for env in envs for k in env if k.endswith("#")}:
+        markers = [env.get(key) for env in envs]
+        if any(not marker for marker in markers):
+            continue
+        counts = {label[1] for marker in markers for label in marker}  # type: ignore[union-attr]
+        lengths = counts - {0}
+        if len(lengths) > 1 or not all(isinstance(count, int) for count in counts):
+            continue
+        count = next(iter(lengths), 0)
+        out[key] = {("items", count): ()}
+        name = key[:-1]
+        for index in range(count):
+            item = out[f"{name}#{index}"] = {}
+            for env, marker in zip(envs, markers, strict=True):
+                if ("items", count) in marker:  # type: ignore[operator]
+                    merge(item, env.get(f"{name}#{index}", {}))
 
 
 @dataclass
@@ -111,6 +143,11 @@ class FunctionFlow:
     ret_params: dict[str, tuple[Step, ...]] = field(default_factory=dict)  # param -> to return
     seeds: dict[str, Labels] = field(default_factory=dict)  # generator -> what seeds it here
     none_only: bool = False  # its decided answer is only whether it returned `None`
+    # `tuples.py`: every return gives a tuple of `ret_arity` known items (0: none seen, -1: not
+    # so), the own parameters each item holds, and the parameters it unpacks.
+    ret_arity: int = 0
+    ret_items: list[dict[str, tuple[Step, ...]]] = field(default_factory=list)
+    unpacked: set[str] = field(default_factory=set)
 
     def flow(self, node: Node, labels: Labels) -> None:
         if labels:

@@ -45,14 +45,15 @@ class RootViews:
     def alone(self, stmt: Stmt, taken: Env, skipped: Env) -> Env:
         """The locals on the side of `if <g>.world_size > 1:` that skips it: there the group
         has one rank, every rank is its root (it holds the root's view) and every value is
-        agreed over it. Any other `if`: the locals unchanged."""
+        agreed over it (a tuple's items too; `tuples.py`). Any other `if`: the locals
+        unchanged."""
         group = self._shared(stmt.cond)
         if group is None:
             return skipped
         view = self.views.get(group, {})
         out = dict(skipped)
         for name, labels in skipped.items():
-            if "." in name or name.endswith("[]") or taken.get(name) is labels:
+            if "." in name or name.endswith(("[]", "#")) or taken.get(name) is labels:
                 continue
             held = view.get(name)
             if held is not None and held[1] is labels:

@@ -21,14 +21,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from typing import Any, Protocol
 
-from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.reach import followed
 from rankguard.analysis.uniformity.agreement import Agreement
 from rankguard.analysis.uniformity.answers import Answers, constant_of
 from rankguard.analysis.uniformity.branches import Sides
-from rankguard.analysis.uniformity.collectives import CollectiveCalls
+from rankguard.analysis.uniformity.facts import ProgramFacts
 from rankguard.analysis.uniformity.lattice import (
     MAX_STEPS,
     Env,
@@ -43,9 +41,8 @@ from rankguard.analysis.uniformity.lattice import (
     union,
 )
 from rankguard.analysis.uniformity.roots import RootViews
-from rankguard.catalogs.rank_sources import RankSourceCatalog
+from rankguard.analysis.uniformity.tuples import TupleItems, forget
 from rankguard.model.binding import bind
-from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import (
     CALL,
@@ -59,24 +56,6 @@ from rankguard.summary.ir import (
 )
 
 _MAX_CLASSES = 12
-
-
-class ProgramFacts(Protocol):
-    """What a walk needs from the program-wide analysis (`flow.UniformityFlow`)."""
-
-    program: Program
-    reach: CollectiveReach
-    calls: CollectiveCalls
-    sources_catalog: RankSourceCatalog
-    resolver: Any
-    stores: dict[str, frozenset[str]]
-    reached: frozenset[str]
-
-    def ret_params(self, function: str) -> dict[str, tuple[Step, ...]]: ...
-
-    def is_global(self, module: str, name: str) -> bool: ...
-
-    def none_only(self, function: str) -> bool: ...
 
 
 class _Statement:
@@ -102,11 +81,13 @@ class Walker:
         self.answers = Answers(self.step)  # which `return` runs, and what decides it
         self._attr_nodes: dict[Segs, tuple[Node, ...]] = {}
         self._carrying = False  # inside a loop's second pass (`loop`)
+        self.results: dict[int, Labels] = {}  # what each call of the last statement gave
         # What a group's root holds: per group dimension, locals as a branch that only the
         # root takes left them, beside what the join made of them (`roots.py`).
         self.agreement = Agreement(flow.calls, flow.sources_catalog, record, self.out, self.step)
         self.roots = RootViews(flow.sources_catalog, flow.calls, record, self.agreement.over)
         self.sides = Sides(self.roots, flow.none_only)  # what reaches past an `if`
+        self.tuples = TupleItems(self)  # a tuple's items, each with its own value
 
     def step(self, line: int, text: str) -> Step:
         return Step(self.fn, self.record.path, line, text)
@@ -157,6 +138,7 @@ class Walker:
                 self.assign(stmt, labels, env)
             elif kind == "return":
                 self.returned(stmt, labels)
+                self.tuples.returned(stmt, env, labels)
             return env
         if kind in ("if", "match"):
             labels = self.value(stmt, env)
@@ -250,6 +232,7 @@ class Walker:
             merge(out, self.ref(ref, env, stmt.line, ref in stmt.truths))
         for name, agreed in state.kills:
             env[name] = dict(agreed)
+        self.results = state.results
         return out
 
     def call(self, call: CallSite, env: Env, state: _Statement) -> Labels:
@@ -330,6 +313,8 @@ class Walker:
             passed = self.bind_params(callee, call, operands)
             if target in self.f.reached and self.fn not in self.f.reached:
                 passed = {}  # a caller outside the rounds builds other objects
+            if not entered and not builds and len(internal) == 1:
+                self.tuples.called(call, target, passed, env)
             # What a collective wrapper hands back is what the group agreed on, even when one
             # path returns the argument itself (the root of a broadcast, a group of one).
             summary = {} if entered else self.f.ret_params(target)
@@ -462,7 +447,15 @@ class Walker:
             text = f"{names} = {segs_text(shape[1])}"
         else:
             text = f"{names} = …"
-        self.bind(stmt.targets, through(labels, self.step(stmt.line, text)), env)
+        step = self.step(stmt.line, text)
+        unpacked = self.tuples.unpack(stmt, env, labels)
+        if unpacked is not None:  # item by item (`tuples.py`)
+            for target, item in zip(stmt.targets, unpacked, strict=True):
+                self.bind((target,), through(item, step), env)
+            return
+        items = self.tuples.of_value(stmt, env, labels) if len(stmt.targets) == 1 else None
+        self.bind(stmt.targets, through(labels, step), env)
+        self.tuples.keep(stmt, items, env)
 
     def bind(self, targets: tuple[Segs, ...], labels: Labels, env: Env) -> None:
         """Store `labels` into each target; `x[k] = v` and feeds (`x[]`) go to x's items."""
@@ -484,6 +477,7 @@ class Walker:
             else:
                 env[key] = dict(labels)
                 env[key + "[]"] = {}
+                forget(key, env)
             if len(target) == 1:
                 if self.record.is_module_body or target[0] in self.record.info.global_names:
                     self.out.flow(("global", self.record.module, target[0]), labels)
