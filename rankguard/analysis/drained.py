@@ -5,15 +5,14 @@ reporting the second names no wait of its own.
 
 The walk keeps "drained" among its facts (`DRAINED`), so a join keeps it only where every path
 agrees, and a callee starts without it. A sync the model is sure of (a device tensor's copy to
-the host, `torch.cuda.synchronize()`) drains everything. A sync on a tensor of unknown
-placement drains what lives with it, for syncs on tensors the model cannot place either: the
-tensors of the same local object, or the same attribute of `self` (`out.lengths.tolist()` then
+the host, `torch.cuda.synchronize()`) drains everything. A sync on a tensor the model cannot
+place drains what lives with it, for later syncs on tensors it cannot place either: the tensors
+of the same local object, or of the same attribute of `self` (`out.lengths.tolist()` then
 `out.statuses.tolist()`). If that object is on a device the first sync waited; if it is on the
-host neither does. The mark is cleared by
-any call that may launch work: a program function, a call the model cannot place, an operator
-whose operands may be device tensors (`y = a @ b`). Host builtins, logging, indexing, a
-tensor's own small ops (`x.max()`, `x.float()`: one kernel on data already there) and program
-functions that launch nothing (`analysis.launches`) keep it.
+host neither does. The mark is cleared by anything that may launch work: a call the model
+cannot see into, a program function that may launch (`analysis.launches`), an operator whose
+operands may be device tensors (`y = a @ b`). Host builtins, logging, indexing and a tensor's
+own small ops (`x.max()`, `x.float()`: one kernel on data already there) keep it.
 """
 
 from __future__ import annotations

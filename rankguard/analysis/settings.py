@@ -9,7 +9,10 @@ scheduling is off, though the loop reads that setting through another object
 
 A setting is known by its attribute name: the validated object (a parameter or local named like
 a configuration: `cfg`, `server_args`, `cfg = view(server_args)`) and the getters the loops
-read (`get_parallel().pp_size`) are views of one argument set in these codebases. Only
+read (`get_parallel().pp_size`) are views of one argument set in these codebases. A group's
+field (`get_exec().moe.elastic_ep_backend`) is the setting where no getter reads the name
+directly, no other group holds it, and the getter's object has no attribute of that name of its
+own (a draft model's `get_exec().draft.pp_size` is not the pipeline's `pp_size`). Only
 implications whose every premise and conclusion read settings of the one validated object are
 kept; a premise the round does not know decides nothing.
 """
@@ -23,6 +26,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from rankguard.analysis.intervals import decided
+from rankguard.analysis.stability import SELF
 from rankguard.model.arguments import Callers, callers
 from rankguard.model.binding import bind
 from rankguard.model.facts import (
@@ -58,6 +62,7 @@ class Settings:
         self._readers: dict[str, tuple[Segs, ...]] | None = None
         self._callers: Callers | None = None
         self._guarded: set[str] | None = None
+        self._grouped: frozenset[tuple[str, Segs]] = frozenset()
         self._guard_maps: dict[str, dict[int, list[Premise] | None]] = {}
         self._derived: dict[frozenset[tuple[Cond, Any]], dict[Cond, Any]] = {}
 
@@ -66,7 +71,7 @@ class Settings:
         imply under the validation's asserts; only the new ones."""
         start = {}
         for cond, value in known.items():
-            canonical = _canonical_getters(cond)
+            canonical = self.canonical(cond)
             if canonical is not None:
                 start[canonical] = value
         if not start:
@@ -170,23 +175,53 @@ class Settings:
         return fn.qualname not in self._guarded
 
     def _guarded_functions(self) -> set[str]:
-        """Functions some call reaches only under a condition (propagated to their callees)."""
+        """Functions some call reaches only under a condition (propagated to their callees).
+        A function handed to another as an argument (`run_hook(validate, cfg)` running
+        `step(cfg)`) is guarded where the hand-over is, or the call of the parameter is: not
+        wherever else the runner is called with other steps."""
         if self._callers is None:
             self._callers = callers(self.program)
         calls: dict[str, set[str]] = defaultdict(set)
+        handed: dict[str, set[str]] = defaultdict(set)  # caller -> functions it hands over
         work: list[str] = []
-        for callee, sites in self._callers.items():
-            for caller, call in sites:
-                calls[caller].add(callee)
-                if self.guards(caller, call) != []:
-                    work.append(callee)
+        for caller, resolved in self.program.calls.items():
+            for call, targets in resolved:
+                for target in targets:
+                    if target.kind == "callback" or target.name not in self.program.functions:
+                        continue
+                    if self.guards(caller, call) != []:
+                        work.append(target.name)
+                    argument = target.via == "argument"
+                    sites = list(self._handing_over(caller, target.name)) if argument else []
+                    if not sites:  # a plain call, or a hand-over not told here: as any callee
+                        calls[caller].add(target.name)
+                    for passer, site in sites:
+                        handed[passer].add(target.name)
+                        if self.guards(passer, site) != []:
+                            work.append(target.name)
         guarded: set[str] = set()
         while work:
             name = work.pop()
             if name not in guarded:
                 guarded.add(name)
                 work.extend(calls.get(name, ()))
+                work.extend(handed.get(name, ()))
         return guarded
+
+    def _handing_over(self, runner: str, function: str) -> Iterator[tuple[str, CallSite]]:
+        """The calls of `runner` that pass `function` (by name) as an argument."""
+        short = function.rsplit(".", 1)[-1]
+        for caller, site in self._callers.get(runner, ()) if self._callers else ():
+            if any(
+                operand.ref
+                and operand.ref[-1] == short
+                and self._names(caller, operand.ref, function)
+                for operand in site.operands
+            ):
+                yield caller, site
+
+    def _names(self, caller: str, ref: Segs, function: str) -> bool:
+        return any(v.name == function for v in self.program.evaluate(caller, ref))
 
     def guards(self, function: str, call: CallSite) -> list[Premise] | None:
         """The `if` conditions (and sides) enclosing `call` in `function`, where nothing else
@@ -198,21 +233,69 @@ class Settings:
         return table.get(id(call))
 
     def readers(self) -> dict[str, tuple[Segs, ...]]:
-        """Setting name -> the getter calls it is read through (`get_schedule()`)."""
+        """Setting name -> the getter calls it is read through (`get_schedule()`), or the one
+        settings group that holds it (`get_exec().moe`, `_grouped`)."""
         if self._readers is None:
             found: dict[str, set[Segs]] = defaultdict(set)
+            groups: dict[str, set[Segs]] = defaultdict(set)
+            getters: dict[Segs, FunctionRecord] = {}
             for record in self.program.functions.values():
                 for stmt in walk_statements(record.info.body):
                     for segs in stmt.reads:
                         if _getter_read(segs):
                             found[segs[2]].add(segs[:2])
+                        elif _getter_read(segs[:3]) and _getter_read(segs[:2] + segs[3:]):
+                            groups[segs[3]].add(segs[:3])
+                            getters.setdefault(segs[:3], record)
+            for name, held in groups.items():
+                if name not in found and len(held) == 1:
+                    (group,) = held
+                    if not self._holds_own(getters[group], group[:2], name):
+                        found[name].add(group)
             self._readers = {k: tuple(sorted(v)) for k, v in found.items()}
+            self._grouped = frozenset(
+                (name, getter) for name, held in self._readers.items() for getter in held
+            )
         return self._readers
+
+    def _holds_own(self, record: FunctionRecord, getter: Segs, name: str) -> bool:
+        """The object `getter` returns (or may: unknown counts) has an attribute `name` of its
+        own, so `getter().group.name` is another setting than `name` (a draft model's own)."""
+        classes = [v.name for v in self.program.evaluate(record.qualname, getter)]
+        if not classes or any(c not in self.program.classes for c in classes):
+            return True
+        for cls in classes:
+            for owner in self.program.mro(cls):
+                info = self.program.classes[owner]
+                if any(attr == name for attr, _ in info.info.attributes):
+                    return True
+                for method in info.methods.values():
+                    body = self.program.functions[method].info.body
+                    if any((SELF, name) in stmt.targets for stmt in walk_statements(body)):
+                        return True
+        return False
+
+    def canonical(self, cond: Cond) -> Cond | None:
+        """`cond` over `<setting>.name` refs, if it reads only settings through getters (or
+        through the one group that holds a setting)."""
+        self.readers()
+        found = list(refs(cond))
+        if not found:
+            return None
+        for segs in found:
+            if _getter_read(segs):
+                continue
+            if len(segs) != 4 or (segs[3], segs[:3]) not in self._grouped:
+                return None
+        for prefix in {s[:3] if len(s) == 4 else s[:2] for s in found}:
+            cond = rename(cond, prefix, (SETTING,))
+        return cond
 
 
 def _checks(body: Sequence[Stmt], guards: tuple[Premise, ...]) -> Iterator[tuple[tuple, Cond]]:
     """(enclosing guards, what must hold) for every assert and every `if C: raise`, up to the
-    first statement that may return early (what follows it is itself conditional)."""
+    first statement that may return early (what follows it is itself conditional), past an
+    `if C: return` with `C` false among the guards."""
     for stmt in body:
         if stmt.kind == "expr" and stmt.cond:
             yield guards, stmt.cond
@@ -224,7 +307,16 @@ def _checks(body: Sequence[Stmt], guards: tuple[Premise, ...]) -> Iterator[tuple
             if len(stmt.blocks) > 1:
                 yield from _checks(stmt.blocks[1], (*guards, (stmt.cond, False)))
         if _may_return(stmt):
-            return
+            if not _early_return(stmt):
+                return
+            guards = (*guards, (stmt.cond, False))
+
+
+def _early_return(stmt: Stmt) -> bool:
+    """`if C: ...; return` with no `else`: only where `C` holds does the function stop."""
+    body = stmt.blocks[0] if stmt.kind == "if" and stmt.cond and stmt.blocks else ()
+    orelse = stmt.blocks[1] if len(stmt.blocks) > 1 else ()
+    return bool(body) and body[-1].kind == "return" and not orelse
 
 
 def _refuted(cond: Cond, guards: tuple[Premise, ...]) -> Iterator[tuple[tuple, Cond]]:
@@ -303,21 +395,11 @@ def _canonical(cond: Cond, root: str) -> Cond | None:
 def _getter_read(segs: Segs) -> bool:
     """`get_schedule().name`: a setting read through a module-level getter (not a builtin's
     result such as `getattr(x, n).device`). A settings group's field (`get_exec().moe.name`)
-    is not taken: groups repeat field names, and by name alone one group's `name` would be
-    taken for another's."""
+    is the setting only where `Settings.readers` finds it unambiguous: groups may repeat field
+    names, and by name alone one group's `name` would be taken for another's."""
     return (
         len(segs) == 3
         and segs[1] == CALL
         and segs[0] not in NOT_GETTERS
         and segs[2] not in (CALL, SUBSCRIPT)
     )
-
-
-def _canonical_getters(cond: Cond) -> Cond | None:
-    """`cond` over `<setting>.name` refs, if it reads only settings through getters."""
-    found = list(refs(cond))
-    if not found or not all(_getter_read(s) for s in found):
-        return None
-    for getter in {s[:2] for s in found}:
-        cond = rename(cond, getter, (SETTING,))
-    return cond

@@ -726,3 +726,44 @@ def test_a_validation_step_run_through_a_local_copy_of_a_parameter(tmp_path: Pat
     assert validated != _ELASTIC_EP_VALIDATED
     findings = _assert_marked(tmp_path, validated, {"rounds": ["*.event_loop_*"]})
     assert [f.extra["round"].rsplit(".", 1)[-1] for f in findings] == ["event_loop_normal"]
+
+
+def test_what_a_validation_asserts_past_its_early_return(tmp_path: Path):
+    """`if cfg.elastic_ep_backend is None: return` and then `assert cfg.pp_size == 1`: the
+    assert holds wherever the early return was not taken, as if it sat under the opposite
+    test."""
+    early = (
+        "    def validate(cfg):\n"
+        "        if cfg.elastic_ep_backend is None:\n"
+        "            return\n"
+        "        assert cfg.pp_size == 1, 'PP size should be 1 under elastic EP'\n"
+    )
+    nested = (
+        "    def validate(cfg):\n"
+        "        if cfg.elastic_ep_backend is not None:\n"
+        '            assert cfg.pp_size == 1, "PP size should be 1 under elastic EP"\n'
+    )
+    validated = _ELASTIC_EP_VALIDATED.replace(nested, early)
+    assert validated != _ELASTIC_EP_VALIDATED
+    findings = _assert_marked(tmp_path, validated, {"rounds": ["*.event_loop_*"]})
+    assert [f.extra["round"].rsplit(".", 1)[-1] for f in findings] == ["event_loop_normal"]
+
+
+def test_a_hook_runner_run_under_a_condition_elsewhere_still_runs_this_step(tmp_path: Path):
+    """The hook runner runs other steps only in some modes (`if legacy: run_hook(...)`);
+    what it runs for this step depends on the call that hands this step over, which runs
+    unconditionally, so the step's asserts still hold."""
+    guarded_too = _RUN_HOOK.replace(
+        "        run_hook(validate, _CFG)\n",
+        "        run_hook(validate, _CFG)\n"
+        "        if _CFG.legacy:\n"
+        "            run_hook(legacy_step, _CFG)\n"
+        "\n"
+        "    def legacy_step(cfg):\n"
+        "        pass\n",
+    )
+    assert guarded_too != _RUN_HOOK
+    direct = "    def start():\n        validate(_CFG)\n"
+    validated = _ELASTIC_EP_VALIDATED.replace(direct, guarded_too)
+    findings = _assert_marked(tmp_path, validated, {"rounds": ["*.event_loop_*"]})
+    assert [f.extra["round"].rsplit(".", 1)[-1] for f in findings] == ["event_loop_normal"]
