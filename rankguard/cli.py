@@ -6,7 +6,6 @@ Exit codes: 0 nothing found, 1 findings, 2 usage or input error (an error outran
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import os
 import pkgutil
@@ -69,8 +68,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # A run is short and its model is acyclic data: the cyclic collector only costs time.
-    gc.disable()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
