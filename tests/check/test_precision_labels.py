@@ -9,7 +9,9 @@ each was drawn is in the file.
 
 - `true`: the call blocks this rank there and the labelled collective follows it in that round.
   It must stay reported (matched line-free by round, function, callee and text: its chain may
-  change) and still pair with that collective.
+  change) and still pair with that collective. A label with `moved` names the earlier call in
+  the same function where that wait now shows (a sync on the same tensor before it drained the
+  queue, `analysis.drained`): that call is held instead, and `moved.why` says why.
 - `false`: the call does not block there, or the path cannot run in that round. A false finding
   that is gone (`reported: false`) must stay gone (matched by fingerprint: that chain).
 - `wrong-collective`: the call blocks but the labelled collective does not run there; gone ones
@@ -44,7 +46,8 @@ def _site(item: dict) -> tuple[str, str, str, str]:
             item["blocking"]["text"],
         )
         return (item["round"], function, callee, text)
-    return (item["round"], item["function"], item["callee"], item["text"])
+    text = item.get("moved", {}).get("text", item["text"])
+    return (item["round"], item["function"], item["callee"], text)
 
 
 def _blocking(found: list[dict]) -> list[dict]:
