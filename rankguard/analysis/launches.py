@@ -5,8 +5,10 @@ A call launches nothing when everything it may run is *quiet*: a host builtin or
 container's own method (`rows.append(x)`), a tensor's small op on data already there, building
 a record (a class with no constructor of its own, a `msgspec.Struct`), or a program function
 whose body calls only quiet things and computes no operator (`x * 2` may be a kernel). A
-function on a cycle of calls, one deeper than a few calls, or one with a `with` block (its exit
-runs code this does not see) is not taken as quiet.
+function on a cycle of calls, or one with a `with` block (its exit runs code this does not see),
+is not taken as quiet. The answer does not depend on which caller asks first: a function on a
+cycle is not quiet whichever member is entered, and the depth bound is a guard against runaway
+recursion, far beyond real helper chains, not a cut that decides answers.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from rankguard.model.program import Program
 from rankguard.model.records import Target
 from rankguard.summary.ir import CallSite, walk_statements
 
-_DEPTH = 4
+_DEPTH = 64
 # Constructors of record types from outside the program: they store their fields.
 _RECORD_INITS = frozenset(
     ("msgspec.Struct.__init__", "typing.NamedTuple.__init__", "builtins.object.__init__")
