@@ -149,15 +149,18 @@ class Walk:
         return state.evolve(known={**state.known, **facts})
 
     def assign(self, stmt: Stmt, state: State) -> State:
+        # Where the value lives (read before the targets' facts are forgotten: the value is
+        # computed first), for the local it binds and for `analysis.drained`.
+        single = len(stmt.targets) == 1
         attrs = self.a.classify.placement.attribute
-        place = of_tree(stmt.tree, state.env, state.known, attrs)
+        needed = single or DRAINED in state.known
+        place = of_tree(stmt.tree, state.env, state.known, attrs) if needed else None
         state = assigned(stmt.tree, place, self._forget_facts(state, stmt.targets))
         names = [".".join(t) for t in stmt.targets if CALL not in t and SUBSCRIPT not in t]
         if not names:
             return state
         env = dict(state.env)
-        single = len(stmt.targets) == 1
-        fact = assigned_fact(stmt, state.env, state.known, attrs) if single else None
+        fact = assigned_fact(stmt, place) if single else None
         for name in names:
             if fact is None:
                 env.pop(name, None)

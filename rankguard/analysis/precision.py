@@ -70,12 +70,13 @@ def receiver_fact(
     return value_fact(receiver, stmt_calls, call, env, attrs) if receiver else None
 
 
-def assigned_fact(stmt: Stmt, env: Env, known: Facts, attrs: Attrs) -> str | None:
-    """The fact an assignment gives its single target."""
+def assigned_fact(stmt: Stmt, place: str | None) -> str | None:
+    """The fact an assignment gives its single target: a clock reading, or where the value
+    lives (`place`, read once by the walk)."""
     shape = stmt.value
     if shape and shape[0] == "call" and len(shape[1]) == 2 and shape[1][0] == "time":
         return CLOCK if shape[1][1] in _CLOCKS else None
-    return of_tree(stmt.tree, env, known, attrs)
+    return place
 
 
 def flags_clear(call: CallSite, known: Facts) -> bool:
