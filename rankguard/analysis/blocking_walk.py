@@ -21,7 +21,16 @@ from rankguard.analysis.blocking_types import (
 )
 from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.context import placements
-from rankguard.analysis.doubts import DOUBT, doubted, forget_shaky, shaky_facts, shaky_of
+from rankguard.analysis.doubts import (
+    DOUBT,
+    SKIPPABLE,
+    SKIPPED,
+    doubted,
+    forget_shaky,
+    shaky_facts,
+    shaky_of,
+    skipped,
+)
 from rankguard.analysis.doubts import doubt as doubt_of
 from rankguard.analysis.drained import DRAINED, after, assigned, dominated
 from rankguard.analysis.passed import binding_facts, held_in, narrowed
@@ -129,6 +138,11 @@ class Walk:
         doubt = doubt_of(stmt, positive, state.known, self.record)
         if doubt:
             inner = inner.evolve(known={**inner.known, DOUBT: doubt})
+        elif SKIPPABLE in state.known:
+            restated = self.a.context.restated_skippable(self.record, state.known)
+            skip = skipped(stmt, positive, state.known, restated, self.record)
+            if skip:
+                inner = inner.evolve(known={**inner.known, SKIPPED: skip})
         return self.block(stmt.blocks[side], inner, (*guards, (stmt.cond, positive)), cadence)
 
     def truth_test(self, stmt: Stmt, state: State, cadence: str | None) -> State:
