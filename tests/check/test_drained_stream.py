@@ -178,3 +178,30 @@ def test_helpers_and_records_that_launch_nothing_keep_the_queue_drained(tmp_path
         """,
         {"rounds": ["mod.loop"]},
     )
+
+
+def test_a_builtin_read_of_an_annotated_tensor_is_the_sync(tmp_path: Path):
+    # `int(sel.survivors)` reads a tensor (by the field's annotation) of unknown placement:
+    # it is the sync, at medium confidence, and the object's other tensors read right after
+    # it find the queue drained. `int()` of what is not known to be a tensor reads nothing.
+    _assert_marked(
+        tmp_path,
+        """
+        class Select:
+            survivors: torch.Tensor
+            tokens: torch.Tensor
+            width: int
+
+        def commit(sel: Select):
+            n = int(sel.survivors)  # expect
+            w = int(sel.width)
+            tokens = sel.tokens[:n].tolist()
+
+        def loop(sel: Select, flag):
+            while True:
+                commit(sel)
+                m = int(flag)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
