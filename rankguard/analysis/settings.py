@@ -424,10 +424,13 @@ def _guard_map(
             out[id(call)] = list(guards) if guards is not None and _whole(stmt, call) else None
             if skippers is not None and skipper is not None:
                 skippers[id(call)] = skipper
+        through = _completes_through(stmt)
         for index, block in enumerate(stmt.blocks):
             inner = None
             if guards is not None and stmt.kind == "if" and stmt.cond:
                 inner = [*guards, (stmt.cond, index == 0)]
+            elif guards is not None and index in through:
+                inner = guards
             returns = _guard_map(block, inner, out, skippers, skipper) or returns
         if stmt.kind == "return":
             returns = True
@@ -436,6 +439,15 @@ def _guard_map(
         elif returns:
             skipper = skipper or stmt
     return returns
+
+
+def _completes_through(stmt: Stmt) -> tuple[int, ...]:
+    """The blocks of a `try` that run whenever the function goes on past it: body, `else` and
+    `finally`, where every handler raises again (`except BaseException: mark(); raise`), so
+    no path goes on without them; none otherwise."""
+    if stmt.kind != "try" or not all(_raises(handler) for handler in stmt.blocks[3:]):
+        return ()
+    return (0, 1, 2)
 
 
 def _whole(stmt: Stmt, call: CallSite) -> bool:
