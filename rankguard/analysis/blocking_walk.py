@@ -32,7 +32,7 @@ from rankguard.analysis.doubts import (
     skipped,
 )
 from rankguard.analysis.doubts import doubt as doubt_of
-from rankguard.analysis.drained import DRAINED, after, assigned, dominated
+from rankguard.analysis.drained import DRAINED, after, assigned, dominated, drained_into
 from rankguard.analysis.passed import binding_facts, held_in, narrowed
 from rankguard.analysis.precision import assigned_fact, cadence_of
 from rankguard.analysis.reach import edge_of, followed
@@ -367,6 +367,8 @@ class Walk:
             attrs = self.a.classify.placement.attribute
             env = placements(record, call, stmt_calls, state.env, attrs)
         known = self.a.entry_facts(name, call, state.known)
+        if call is not None and drained_into(call, state.known):
+            known[DRAINED] = True
         if call is not None:
             known.update(self.a.instances.entry_facts(self.record, record, call))
         if call is not None and self.a.passed.parameters_called(name):

@@ -116,6 +116,14 @@ def after(blocking: BlockingCall | None, call: CallSite, quiet: bool, state: Sta
     return _undrained(state)
 
 
+def drained_into(call: CallSite, known: Mapping[Cond, Any]) -> bool:
+    """The callee starts with the queue drained: a sure sync came last, and the call's
+    arguments are plain references or literals (`f(a * 2)` queues work on the way in)."""
+    if known.get(DRAINED) is not True:
+        return False
+    return all(o.ref is not None or o.const is not None for o in call.operands)
+
+
 def _undrained(state: State) -> State:
     return state.evolve(known={k: v for k, v in state.known.items() if k != DRAINED})
 

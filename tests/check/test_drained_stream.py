@@ -205,3 +205,37 @@ def test_a_builtin_read_of_an_annotated_tensor_is_the_sync(tmp_path: Path):
         """,
         {"rounds": ["mod.loop"]},
     )
+
+
+def test_a_helper_called_right_after_a_sure_sync_finds_the_queue_drained(tmp_path: Path):
+    # `consume` runs only right after a sync with nothing launched between: its own sync
+    # finds the queue empty. `consume_late` runs after an operator queued work: its sync
+    # waits. Where the caller's sync was of unknown placement, nothing is handed on.
+    _assert_marked(
+        tmp_path,
+        """
+        def consume(ids):
+            return ids.tolist()
+
+        def consume_late(ids):
+            return ids.tolist()  # expect
+
+        def consume_unsure(ids):
+            return ids.tolist()  # expect
+
+        def commit(n, out):
+            a = torch.ones(n, device="cuda")
+            la = a.tolist()  # expect
+            consume(a)
+            b = a * 2
+            consume_late(b)
+            lens = out.lengths.tolist()  # expect
+            consume_unsure(a)
+
+        def loop(n, out):
+            while True:
+                commit(n, out)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
