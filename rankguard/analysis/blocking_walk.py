@@ -33,6 +33,7 @@ from rankguard.analysis.doubts import (
 )
 from rankguard.analysis.doubts import doubt as doubt_of
 from rankguard.analysis.drained import DRAINED, after, assigned, dominated, drained_into
+from rankguard.analysis.memo import building, past_return
 from rankguard.analysis.passed import binding_facts, held_in, narrowed
 from rankguard.analysis.precision import assigned_fact, cadence_of
 from rankguard.analysis.reach import edge_of, followed
@@ -87,6 +88,7 @@ class Walk:
             if trace is not None:
                 trace.append(state)
             state = self.stmt(stmt, state, guards, cadence)
+            cadence = cadence or self.a.memo(self.record, stmt, past_return)
         return state
 
     def stmt(self, stmt: Stmt, state: State, guards: Guards, cadence: str | None) -> State | None:
@@ -109,7 +111,11 @@ class Walk:
         if kind in ("if", "loop"):
             state = self.truth_test(stmt, state, cadence)
         if kind == "if":
-            inner = cadence or cadence_of(stmt.text, state.env)
+            inner = (
+                cadence
+                or cadence_of(stmt.text, state.env)
+                or self.a.memo(self.record, stmt, building)
+            )
             body = self.branch(stmt, 0, state, guards, inner)
             orelse = self.branch(stmt, 1, state, guards, cadence)
             return join([body, orelse])
