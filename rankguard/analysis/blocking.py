@@ -101,13 +101,13 @@ class BlockingAnalysis:
         self.program = program
         self.platforms = platforms or platform_catalog()
         self.receivers = Receivers(program)
-        self.instances = Instances(program)
         self._memo_cadence: dict[tuple[int, Any], str | None] = {}
         self.launches = Launches(program)
         self.collectives = collectives
         self.catalog = catalog
         self.classify = CallClassifier(program, catalog, cadence_helpers)
         self.context = RoundContext(program)
+        self.instances = Instances(program, self.context.stability)
         self.ranks = rank_source_catalog()
         self.passed = PassedCallables(program)
         self.results = ResultConditions(program.functions)
