@@ -3,8 +3,8 @@
 Two shapes are a cache in serving code: an early return of the memo (`memo = getattr(args,
 "_config", None); if memo is not None: return memo; ...build...; args._config = built`) and a
 guarded build (`if self._tok is None: self._tok = load()`). What runs on the building side runs
-once per object, not every round; it is still reported (the round it first runs in stalls),
-marked cadenced like a `functools.cache` body. A test of an attribute the function never assigns
+once per object that holds the memo (every round, if the object is the round's batch); it is
+still reported (the round it runs in stalls), marked cadenced like a `functools.cache` body. A test of an attribute the function never assigns
 is no cache: something else sets it, maybe every round.
 """
 
@@ -47,7 +47,8 @@ def _cached(record: FunctionRecord, stmt: Stmt, set_when: bool) -> str | None:
     if not writes:
         return None
     where = f"{record.path}:{writes[0].line}"
-    return f"cached in `{segs_text(attribute)}`: runs only while it is unset, and sets it ({where})"
+    held = segs_text(attribute)
+    return f"cached in `{held}`: runs while it is unset and sets it, once per object ({where})"
 
 
 def _tested(cond: Cond, unset: bool) -> Segs | None:
