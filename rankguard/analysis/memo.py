@@ -4,9 +4,9 @@ Two shapes are a cache in serving code: an early return of the memo (`memo = get
 "_config", None); if memo is not None: return memo; ...build...; args._config = built`) and a
 guarded build (`if self._tok is None: self._tok = load()`). What runs on the building side runs
 once per object that holds the memo (every round, if the object is the round's batch); it is
-still reported (the round it runs in stalls), marked cadenced like a `functools.cache` body. A test of an attribute the function never assigns
-is no cache: something else sets it, maybe every round.
-"""
+still reported (the round it runs in stalls), marked cadenced like a `functools.cache` body. A
+test of an attribute the function never assigns is no cache: something else sets it, maybe
+every round."""
 
 from __future__ import annotations
 
