@@ -8,9 +8,10 @@ results) and becomes edges into those nodes; `flow.py` solves them program-wide.
 Rules the walk applies, each general: a collective's result, and a tensor it reduced or
 broadcast in place, is agreed by the group; a container holds what was fed into it (`append`,
 `put`, ...), its truth and length follow those values; placement is not data (`device=`,
-`.to(...)`'s arguments, `torch.device(...)`); `x is None` tests existence, not contents; an
-object a program class builds is not a value (its fields carry their own flows); the
-launcher's environment is uniform, except the variables it sets per rank (`RANK`, ...).
+`.to(...)`'s arguments, `torch.device(...)`, an address: `id(x)`, `x.data_ptr()`); `x is None`
+tests existence, not contents; an object a program class builds is not a value (its fields
+carry their own flows); the launcher's environment is uniform, except the variables it sets
+per rank (`RANK`, ...).
 
 Limits, on purpose: implicit flows (a value assigned under a varying branch) are not tracked;
 parameters are context-insensitive; attribute paths are kept per function and fall back to the
@@ -26,6 +27,13 @@ from rankguard.analysis.reach import followed
 from rankguard.analysis.uniformity.agreement import Agreement
 from rankguard.analysis.uniformity.answers import Answers, constant_of
 from rankguard.analysis.uniformity.branches import Sides
+from rankguard.analysis.uniformity.callbacks import (
+    CALLED,
+    called_node,
+    handed_param,
+    handed_results,
+    through_argument,
+)
 from rankguard.analysis.uniformity.facts import ProgramFacts
 from rankguard.analysis.uniformity.lattice import (
     MAX_STEPS,
@@ -194,9 +202,11 @@ class Walker:
         for label, steps in labels.items():
             carried = (step, *steps)[:MAX_STEPS]
             if isinstance(label, tuple) and label[0] == "param" and label[1] == self.fn:
-                known = self.out.ret_params.get(label[2])
+                # A parameter's value, or what the callable handed as one returns (`callbacks`).
+                into = self.out.ret_calls if label[3:] == (CALLED,) else self.out.ret_params
+                known = into.get(label[2])
                 if known is None or len(carried) < len(known):
-                    self.out.ret_params[label[2]] = carried
+                    into[label[2]] = carried
             else:
                 intrinsic[label] = carried
         self.out.flow(("ret", self.fn), intrinsic)
@@ -238,7 +248,10 @@ class Walker:
     def call(self, call: CallSite, env: Env, state: _Statement) -> Labels:
         program = self.f.program
         catalog = self.catalog
-        targets = [t.name for t in followed(program, self.fn, call)]
+        found = followed(program, self.fn, call)
+        targets = [t.name for t in found]
+        handed = handed_param(self.record, call)
+        by_argument = through_argument(found) if handed is not None else frozenset()
         names = targets or [segs_text(call.target)]
         result: Labels = {}
         kind = catalog.kind_of_call(names)
@@ -257,6 +270,8 @@ class Walker:
             result[self.source("rank-id", f"{call.text}({call.args[0]})", call.line)] = ()
         segs = call.target
         placement = any(n in catalog.placement_calls or n in catalog.shape_calls for n in names)
+        # An address (`buf.data_ptr()`) says where a buffer lives, not what it holds.
+        placement = placement or (len(segs) >= 2 and segs[-1] in catalog.address_methods)
         internal = [t for t in targets if t in program.functions]
         # An object from outside the program handed a process group takes part in that group's
         # protocol: the rank ids it is given say which member it is, not what it returns.
@@ -305,10 +320,17 @@ class Walker:
         step = self.step(call.line, call.text + "(…)")
         for target in internal:
             callee = program.functions[target]
+            answer: Labels = {}
             if not builds:
-                result[("ret", target)] = ()
+                answer[("ret", target)] = ()
             if not entered and not builds:
-                result[("decided", target)] = ()
+                answer[("decided", target)] = ()
+            if handed is not None and target in by_argument and answer:
+                # The callable a caller handed in: what it returns is decided per call site.
+                node = called_node(self.fn, handed)
+                self.out.flow(node, answer)
+                answer = {node: ()}
+            merge(result, answer)
             self.forget_stored(target, env)
             passed = self.bind_params(callee, call, operands)
             if target in self.f.reached and self.fn not in self.f.reached:
@@ -323,7 +345,21 @@ class Walker:
                 if param in summary:
                     back = self.step(call.line, f"{call.text}(…) returns {param}")
                     merge(result, through(labels, back))
+            calls = {} if entered else self.f.ret_calls(target)
+            if calls:
+                back = self.step(call.line, f"{call.text}(…) returns what it was handed")
+                given = bind(callee, call).passed
+                merge(result, handed_results(target, given, calls, self.functions, back))
         return result
+
+    def functions(self, operand: Operand) -> list[str]:
+        """The program's functions an argument names (`self._read`), none when it names none."""
+        if not operand.ref or operand.reads != (operand.ref,):
+            return []
+        values = self.f.resolver.evaluate(self.record, operand.ref)
+        named = [v.name for v in values if v.kind == "function"]
+        known = bool(named) and len(named) == len(values)
+        return named if known and all(n in self.f.program.functions for n in named) else []
 
     def receiver(self, call: CallSite, env: Env, state: _Statement) -> Labels:
         """Labels of what a method is called on (`self.q` in `self.q.popleft()`), read once."""
