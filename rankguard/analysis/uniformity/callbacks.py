@@ -11,46 +11,66 @@ result instead, one that cannot (it hands on a callable it was handed) takes the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from rankguard.analysis.uniformity.lattice import Labels, Node, Step, through
-from rankguard.model.records import FunctionRecord, Target
+from rankguard.analysis.uniformity.lattice import Labels, Node, through
+from rankguard.model.binding import bind
+from rankguard.model.records import Target
 from rankguard.summary.ir import CallSite, Operand
 
+if TYPE_CHECKING:
+    from rankguard.analysis.uniformity.transfer import Walker
+
 CALLED = "()"  # `("param", fn, p, CALLED)`: what the callable handed as `p` returns
-
-
-def handed_param(record: FunctionRecord, call: CallSite) -> str | None:
-    """The parameter `call` calls (`op(...)` in a function taking `op`), if it calls one."""
-    names = {p.name.lstrip("*") for p in record.info.params}
-    return call.target[0] if len(call.target) == 1 and call.target[0] in names else None
 
 
 def called_node(function: str, param: str) -> Node:
     return ("param", function, param, CALLED)
 
 
-def through_argument(targets: tuple[Target, ...]) -> frozenset[str]:
-    """The targets the model found through what the callers hand in."""
-    return frozenset(t.name for t in targets if t.via == "argument")
+class Callables:
+    """The calls of handed callables one walk sees (`Walker`), and what its calls hand on."""
 
+    def __init__(self, walker: Walker) -> None:
+        self.w = walker
+        self.params = {p.name.lstrip("*") for p in walker.record.info.params}
 
-def handed_results(
-    callee: str,
-    passed: dict[str, Operand],
-    summary: dict[str, tuple[Step, ...]],
-    functions: Callable[[Operand], list[str]],
-    back: Step,
-) -> Labels:
-    """What a call of `callee` returns through the callables it calls (`summary`): for each,
-    what the function handed here returns, or when it cannot be named, what any can."""
-    out: Labels = {}
-    for param, steps in summary.items():
-        operand = passed.get(param)
-        if operand is None:
-            continue
-        named = functions(operand)
-        labels: list[Node] = [n for g in named for n in (("ret", g), ("decided", g))]
-        for label in labels or [called_node(callee, param)]:
-            out[label] = steps
-    return through(out, back)
+    def answer(
+        self, call: CallSite, found: tuple[Target, ...], target: str, answer: Labels
+    ) -> Labels:
+        """What calling `target` answers here: when `call` calls a parameter (`op(...)`) and the
+        model found `target` among what callers hand in, the parameter's call node, fed by it."""
+        if len(call.target) != 1 or call.target[0] not in self.params or not answer:
+            return answer
+        if not any(t.name == target and t.via == "argument" for t in found):
+            return answer
+        node = called_node(self.w.fn, call.target[0])
+        self.w.out.flow(node, answer)
+        return {node: ()}
+
+    def returned(self, call: CallSite, target: str) -> Labels:
+        """What a call of `target` returns through the callables it calls and returns the
+        result of: per such parameter, what the function handed here returns, or when this
+        call does not name one, what any can."""
+        summary = self.w.f.ret_calls(target)
+        if not summary:
+            return {}
+        passed = bind(self.w.f.program.functions[target], call).passed
+        out: Labels = {}
+        for param, steps in summary.items():
+            operand = passed.get(param)
+            if operand is None:
+                continue
+            named = [n for g in self.functions(operand) for n in (("ret", g), ("decided", g))]
+            for label in named or [called_node(target, param)]:
+                out[label] = steps
+        return through(out, self.w.step(call.line, f"{call.text}(…) returns what it was handed"))
+
+    def functions(self, operand: Operand) -> list[str]:
+        """The program's functions an argument names (`self._read`), none when it names none."""
+        if not operand.ref or operand.reads != (operand.ref,):
+            return []
+        values = self.w.f.resolver.evaluate(self.w.record, operand.ref)
+        named = [v.name for v in values if v.kind == "function"]
+        known = bool(named) and len(named) == len(values)
+        return named if known and all(n in self.w.f.program.functions for n in named) else []

@@ -8,10 +8,9 @@ results) and becomes edges into those nodes; `flow.py` solves them program-wide.
 Rules the walk applies, each general: a collective's result, and a tensor it reduced or
 broadcast in place, is agreed by the group; a container holds what was fed into it (`append`,
 `put`, ...), its truth and length follow those values; placement is not data (`device=`,
-`.to(...)`'s arguments, `torch.device(...)`, an address: `id(x)`, `x.data_ptr()`); `x is None`
-tests existence, not contents; an object a program class builds is not a value (its fields
-carry their own flows); the launcher's environment is uniform, except the variables it sets
-per rank (`RANK`, ...).
+`.to(...)`'s arguments, `torch.device(...)`, an address: `x.data_ptr()`); `x is None` tests
+existence, not contents; an object a program class builds is not a value (its fields carry
+their own flows); the launcher's environment is uniform, except per-rank variables (`RANK`).
 
 Limits, on purpose: implicit flows (a value assigned under a varying branch) are not tracked;
 parameters are context-insensitive; attribute paths are kept per function and fall back to the
@@ -27,13 +26,7 @@ from rankguard.analysis.reach import followed
 from rankguard.analysis.uniformity.agreement import Agreement
 from rankguard.analysis.uniformity.answers import Answers, constant_of
 from rankguard.analysis.uniformity.branches import Sides
-from rankguard.analysis.uniformity.callbacks import (
-    CALLED,
-    called_node,
-    handed_param,
-    handed_results,
-    through_argument,
-)
+from rankguard.analysis.uniformity.callbacks import CALLED, Callables
 from rankguard.analysis.uniformity.facts import ProgramFacts
 from rankguard.analysis.uniformity.lattice import (
     MAX_STEPS,
@@ -96,6 +89,7 @@ class Walker:
         self.roots = RootViews(flow.sources_catalog, flow.calls, record, self.agreement.over)
         self.sides = Sides(self.roots, flow.none_only)  # what reaches past an `if`
         self.tuples = TupleItems(self)  # a tuple's items, each with its own value
+        self.callables = Callables(self)  # what a handed callable returns, per call site
 
     def step(self, line: int, text: str) -> Step:
         return Step(self.fn, self.record.path, line, text)
@@ -250,8 +244,6 @@ class Walker:
         catalog = self.catalog
         found = followed(program, self.fn, call)
         targets = [t.name for t in found]
-        handed = handed_param(self.record, call)
-        by_argument = through_argument(found) if handed is not None else frozenset()
         names = targets or [segs_text(call.target)]
         result: Labels = {}
         kind = catalog.kind_of_call(names)
@@ -320,17 +312,10 @@ class Walker:
         step = self.step(call.line, call.text + "(…)")
         for target in internal:
             callee = program.functions[target]
-            answer: Labels = {}
-            if not builds:
-                answer[("ret", target)] = ()
+            answer: Labels = {} if builds else {("ret", target): ()}
             if not entered and not builds:
                 answer[("decided", target)] = ()
-            if handed is not None and target in by_argument and answer:
-                # The callable a caller handed in: what it returns is decided per call site.
-                node = called_node(self.fn, handed)
-                self.out.flow(node, answer)
-                answer = {node: ()}
-            merge(result, answer)
+            merge(result, self.callables.answer(call, found, target, answer))
             self.forget_stored(target, env)
             passed = self.bind_params(callee, call, operands)
             if target in self.f.reached and self.fn not in self.f.reached:
@@ -345,21 +330,8 @@ class Walker:
                 if param in summary:
                     back = self.step(call.line, f"{call.text}(…) returns {param}")
                     merge(result, through(labels, back))
-            calls = {} if entered else self.f.ret_calls(target)
-            if calls:
-                back = self.step(call.line, f"{call.text}(…) returns what it was handed")
-                given = bind(callee, call).passed
-                merge(result, handed_results(target, given, calls, self.functions, back))
+            merge(result, {} if entered else self.callables.returned(call, target))
         return result
-
-    def functions(self, operand: Operand) -> list[str]:
-        """The program's functions an argument names (`self._read`), none when it names none."""
-        if not operand.ref or operand.reads != (operand.ref,):
-            return []
-        values = self.f.resolver.evaluate(self.record, operand.ref)
-        named = [v.name for v in values if v.kind == "function"]
-        known = bool(named) and len(named) == len(values)
-        return named if known and all(n in self.f.program.functions for n in named) else []
 
     def receiver(self, call: CallSite, env: Env, state: _Statement) -> Labels:
         """Labels of what a method is called on (`self.q` in `self.q.popleft()`), read once."""
