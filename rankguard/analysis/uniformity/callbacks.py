@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rankguard.analysis.reach import followed
 from rankguard.analysis.uniformity.lattice import Labels, Node, through
 from rankguard.model.binding import bind
-from rankguard.model.records import Target
 from rankguard.summary.ir import CallSite, Operand
 
 if TYPE_CHECKING:
@@ -35,13 +35,17 @@ class Callables:
         self.w = walker
         self.params = {p.name.lstrip("*") for p in walker.record.info.params}
 
-    def answer(
-        self, call: CallSite, found: tuple[Target, ...], target: str, answer: Labels
-    ) -> Labels:
-        """What calling `target` answers here: when `call` calls a parameter (`op(...)`) and the
-        model found `target` among what callers hand in, the parameter's call node, fed by it."""
+    def answer(self, call: CallSite, target: str, builds: bool, entered: bool) -> Labels:
+        """What calling `target` answers here (what it returns, and what decided which return
+        ran, unless it builds an object or enters the group's collectives): when `call` calls a
+        parameter (`op(...)`) and the model found `target` among what callers hand in, the
+        parameter's call node, fed by that."""
+        answer: Labels = {} if builds else {("ret", target): ()}
+        if not entered and not builds:
+            answer[("decided", target)] = ()
         if len(call.target) != 1 or call.target[0] not in self.params or not answer:
             return answer
+        found = followed(self.w.f.program, self.w.fn, call)
         if not any(t.name == target and t.via == "argument" for t in found):
             return answer
         node = called_node(self.w.fn, call.target[0])
