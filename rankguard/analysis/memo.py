@@ -16,9 +16,11 @@ from rankguard.summary.ir import CALL, SUBSCRIPT, Segs, Stmt, segs_text, walk_st
 
 
 def past_return(record: FunctionRecord, stmt: Stmt) -> str | None:
-    """The cadence of what follows `if memo is not None: return memo`, if `stmt` is that."""
+    """The cadence of what follows `if memo is not None: return memo`, if `stmt` is that; the
+    return may sit under a test of the memo's key (`if built_from == path: return memo`), and
+    then what follows runs also when the key changed, which rebuilds and sets it too."""
     body = stmt.blocks[0] if stmt.kind == "if" and stmt.blocks else ()
-    if any(stmt.blocks[1:]) or not body or body[-1].kind != "return":
+    if any(stmt.blocks[1:]) or not any(s.kind == "return" for s in walk_statements(body)):
         return None
     return _cached(record, stmt, set_when=False)
 
