@@ -57,6 +57,7 @@ from rankguard.analysis.blocking_types import (
 from rankguard.analysis.blocking_walk import Walk
 from rankguard.analysis.context import RoundContext
 from rankguard.analysis.hardware import platform_facts
+from rankguard.analysis.instances import Instances
 from rankguard.analysis.launches import Launches
 from rankguard.analysis.passed import PassedCallables
 from rankguard.analysis.reach import FOLLOWED
@@ -97,6 +98,7 @@ class BlockingAnalysis:
         self.program = program
         self.platforms = platforms or platform_catalog()
         self.receivers = Receivers(program)
+        self.instances = Instances(program)
         self.launches = Launches(program)
         self.collectives = collectives
         self.catalog = catalog

@@ -353,6 +353,8 @@ class Walk:
             attrs = self.a.classify.placement.attribute
             env = placements(record, call, stmt_calls, state.env, attrs)
         known = self.a.entry_facts(name, call, state.known)
+        if call is not None:
+            known.update(self.a.instances.entry_facts(self.record, record, call))
         if call is not None and self.a.passed.parameters_called(name):
             held = held_in(state.known)
             known.update(binding_facts(self.a.passed.binding(self.record, call, name, held)))

@@ -57,6 +57,7 @@ class RankSourceCatalog:
     measures: frozenset[str]
     placement_attributes: frozenset[str]
     shape_calls: frozenset[str]
+    address_methods: frozenset[str]  # `x.data_ptr()`: where `x` lives, not what it holds
     aliases: dict[str, str]  # spelling -> dimension
     grids: tuple[tuple[str, tuple[str, ...]], ...]  # (of, axes)
     # Composite dimensions: every axis they may span, and the axes they span in every mode.
@@ -274,6 +275,7 @@ _COPIED = (
     "measures",
     "placement_attributes",
     "shape_calls",
+    "address_methods",
     "aliases",
     "grids",
     "spans",
@@ -340,6 +342,7 @@ def parse_rank_sources(data: dict) -> RankSourceCatalog:
         measures=words(containers, "measures"),
         placement_attributes=words(placement, "attributes"),
         shape_calls=words(placement, "shapes"),
+        address_methods=words(placement, "addresses"),
         aliases=aliases,
         grids=tuple(grids),
         spans=spans,

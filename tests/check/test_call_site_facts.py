@@ -185,3 +185,86 @@ def test_a_writer_the_round_runs_outside_doubt_leaves_the_fact_shaky(tmp_path: P
     )
     by_callee = {f.extra["blocking"]["callee"]: f.extra for f in findings}
     assert by_callee["torch.cuda.synchronize"]["confidence"] == "low"
+
+
+def test_an_argument_the_call_constructs_decides_isinstance_in_the_callee(tmp_path: Path):
+    # `apply(Free(...))`: inside `apply`, `action` is exactly a `Free`, so neither the `Backup`
+    # branch nor the not-an-`Action` one runs from `drain`; from `flush`, which passes an
+    # action of unknown class, the `Backup` branch can.
+    findings = _assert_marked(
+        tmp_path,
+        """
+        class Action:
+            pass
+
+        class Free(Action):
+            def __init__(self, pages):
+                self.pages = pages
+
+        class Backup(Action):
+            pass
+
+        def apply(action):
+            if isinstance(action, Free):
+                pass
+            elif isinstance(action, (Backup, int)):
+                time.sleep(1)  # expect
+            if not isinstance(action, Action):
+                open("never")  # expect
+
+        def drain(pages):
+            apply(Free(pages.pop()))
+
+        def flush(queue):
+            apply(queue.pop())
+
+        def loop(pages):
+            while True:
+                drain(pages)
+                dist.barrier()
+
+        def flushing_loop(queue):
+            while True:
+                flush(queue)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop", "mod.flushing_loop"]},
+    )
+    assert {f.extra["round"] for f in findings} == {"mod.flushing_loop"}
+
+
+def test_a_reassigned_parameter_or_a_base_outside_the_program_decides_nothing(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        class Count(int):
+            pass
+
+        class Free:
+            pass
+
+        def apply(action, queue):
+            if isinstance(action, Free):
+                action = queue.pop()
+            if not isinstance(action, Free):
+                time.sleep(1)  # expect
+
+        def count(n):
+            if isinstance(n, int):
+                return
+            open("maybe")  # expect: its base is outside the program, so undecided
+
+        def probe(n):
+            if not isinstance(n, (str, bytes)):
+                return
+            subprocess.run(["unknown"])  # expect
+
+        def loop(queue):
+            while True:
+                apply(Free(), queue)
+                count(Count(1))
+                probe(Count(2))
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )

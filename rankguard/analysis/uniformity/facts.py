@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.uniformity.collectives import CollectiveCalls
-from rankguard.analysis.uniformity.lattice import Step
+from rankguard.analysis.uniformity.lattice import FunctionFlow, Step
 from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.model.program import Program
 
@@ -23,8 +23,11 @@ class ProgramFacts(Protocol):
     resolver: Any
     stores: dict[str, frozenset[str]]
     reached: frozenset[str]
+    flows: dict[str, FunctionFlow]  # the functions walked so far (callees first)
 
     def ret_params(self, function: str) -> dict[str, tuple[Step, ...]]: ...
+
+    def ret_calls(self, function: str) -> dict[str, tuple[Step, ...]]: ...
 
     def is_global(self, module: str, name: str) -> bool: ...
 

@@ -77,6 +77,11 @@ class UniformityFlow:
         flow = self.flows.get(function)
         return flow.ret_params if flow is not None else {}
 
+    def ret_calls(self, function: str) -> dict[str, tuple[Step, ...]]:
+        """Parameters of `function` whose call's result reaches its return (`callbacks.py`)."""
+        flow = self.flows.get(function)
+        return flow.ret_calls if flow is not None else {}
+
     def returned_items(self, function: str) -> list[dict[str, tuple[Step, ...]]] | None:
         """When every return of `function` gives a tuple of known items: per item, the own
         parameters it holds (`tuples.py`); None otherwise or when not walked yet."""

@@ -141,6 +141,11 @@ class FunctionFlow:
     edges: dict[Node, Labels] = field(default_factory=dict)
     conditions: dict[int, Labels] = field(default_factory=dict)  # id(Stmt) -> labels
     ret_params: dict[str, tuple[Step, ...]] = field(default_factory=dict)  # param -> to return
+    # Parameters whose call's result reaches the return (`callbacks.py`).
+    ret_calls: dict[str, tuple[Step, ...]] = field(default_factory=dict)
+    # `relays.py`: own parameters it sends point-to-point, and whether it receives any.
+    sent: set[str] = field(default_factory=set)
+    receives: bool = False
     seeds: dict[str, Labels] = field(default_factory=dict)  # generator -> what seeds it here
     none_only: bool = False  # its decided answer is only whether it returned `None`
     # `tuples.py`: every return gives a tuple of `ret_arity` known items (0: none seen, -1: not

@@ -8,9 +8,11 @@ results) and becomes edges into those nodes; `flow.py` solves them program-wide.
 Rules the walk applies, each general: a collective's result, and a tensor it reduced or
 broadcast in place, is agreed by the group; a container holds what was fed into it (`append`,
 `put`, ...), its truth and length follow those values; placement is not data (`device=`,
-`.to(...)`'s arguments, `torch.device(...)`); `x is None` tests existence, not contents; an
-object a program class builds is not a value (its fields carry their own flows); the
-launcher's environment is uniform, except the variables it sets per rank (`RANK`, ...).
+`.to(...)`'s arguments, `torch.device(...)`, an address: `x.data_ptr()`); `x is None` tests
+existence, not contents; an object a program class builds is not a value (its fields carry
+their own flows); the launcher's environment is uniform, except per-rank variables (`RANK`);
+a helper handed a callable returns what the one handed there returns (`callbacks.py`), and a
+hand-rolled fan-out what its sender holds (`relays.py`).
 
 Limits, on purpose: implicit flows (a value assigned under a varying branch) are not tracked;
 parameters are context-insensitive; attribute paths are kept per function and fall back to the
@@ -26,6 +28,7 @@ from rankguard.analysis.reach import followed
 from rankguard.analysis.uniformity.agreement import Agreement
 from rankguard.analysis.uniformity.answers import Answers, constant_of
 from rankguard.analysis.uniformity.branches import Sides
+from rankguard.analysis.uniformity.callbacks import CALLED, Callables
 from rankguard.analysis.uniformity.facts import ProgramFacts
 from rankguard.analysis.uniformity.lattice import (
     MAX_STEPS,
@@ -40,6 +43,7 @@ from rankguard.analysis.uniformity.lattice import (
     through,
     union,
 )
+from rankguard.analysis.uniformity.relays import Relays
 from rankguard.analysis.uniformity.roots import RootViews
 from rankguard.analysis.uniformity.tuples import TupleItems, forget
 from rankguard.model.binding import bind
@@ -82,12 +86,13 @@ class Walker:
         self._attr_nodes: dict[Segs, tuple[Node, ...]] = {}
         self._carrying = False  # inside a loop's second pass (`loop`)
         self.results: dict[int, Labels] = {}  # what each call of the last statement gave
-        # What a group's root holds: per group dimension, locals as a branch that only the
-        # root takes left them, beside what the join made of them (`roots.py`).
+        # What a group's root holds: locals as a branch only the root takes left them.
         self.agreement = Agreement(flow.calls, flow.sources_catalog, record, self.out, self.step)
         self.roots = RootViews(flow.sources_catalog, flow.calls, record, self.agreement.over)
         self.sides = Sides(self.roots, flow.none_only)  # what reaches past an `if`
         self.tuples = TupleItems(self)  # a tuple's items, each with its own value
+        self.callables = Callables(self)  # what a handed callable returns, per call site
+        self.relays = Relays(self)  # what it sends and receives point-to-point
 
     def step(self, line: int, text: str) -> Step:
         return Step(self.fn, self.record.path, line, text)
@@ -184,8 +189,7 @@ class Walker:
         return self.block(orelse, after)
 
     def returned(self, stmt: Stmt, labels: Labels) -> None:
-        """Own parameters that reach a return are applied per call site (a summary); the rest
-        is the function's intrinsic result, shared by every caller."""
+        """Own parameters reaching a return are a per-call-site summary; the rest is intrinsic."""
         step = self.step(stmt.line, "return")
         # Which return runs is the function's decision (`decisions`); a caller that enters the
         # group's collectives through it takes what the group agreed instead (`Walker.call`).
@@ -194,12 +198,14 @@ class Walker:
         for label, steps in labels.items():
             carried = (step, *steps)[:MAX_STEPS]
             if isinstance(label, tuple) and label[0] == "param" and label[1] == self.fn:
-                known = self.out.ret_params.get(label[2])
+                into = self.out.ret_calls if label[3:] == (CALLED,) else self.out.ret_params
+                known = into.get(label[2])
                 if known is None or len(carried) < len(known):
-                    self.out.ret_params[label[2]] = carried
+                    into[label[2]] = carried
             else:
                 intrinsic[label] = carried
         self.out.flow(("ret", self.fn), intrinsic)
+        self.relays.returned(labels)
 
     def is_class(self, segs: Segs) -> bool:
         owner = self.f.resolver.evaluate(self.record, segs)
@@ -257,6 +263,8 @@ class Walker:
             result[self.source("rank-id", f"{call.text}({call.args[0]})", call.line)] = ()
         segs = call.target
         placement = any(n in catalog.placement_calls or n in catalog.shape_calls for n in names)
+        # An address (`buf.data_ptr()`) says where a buffer lives, not what it holds.
+        placement = placement or (len(segs) >= 2 and segs[-1] in catalog.address_methods)
         internal = [t for t in targets if t in program.functions]
         # An object from outside the program handed a process group takes part in that group's
         # protocol: the rank ids it is given say which member it is, not what it returns.
@@ -271,6 +279,7 @@ class Walker:
                 operands.append((operand, labels))
         if named is not None:
             return result  # named by its dimension: that is what it is, however computed
+        self.relays.primitive(call, targets, operands)
         seeded = catalog.generator_seeded(names)
         if seeded:  # what seeds a generator decides whether its draws agree (`flow.seeded`)
             merge(self.out.seeds.setdefault(seeded, {}), union(labels for _o, labels in operands))
@@ -305,24 +314,23 @@ class Walker:
         step = self.step(call.line, call.text + "(…)")
         for target in internal:
             callee = program.functions[target]
-            if not builds:
-                result[("ret", target)] = ()
-            if not entered and not builds:
-                result[("decided", target)] = ()
+            merge(result, self.callables.answer(call, target, builds, entered))
             self.forget_stored(target, env)
             passed = self.bind_params(callee, call, operands)
             if target in self.f.reached and self.fn not in self.f.reached:
                 passed = {}  # a caller outside the rounds builds other objects
+            self.relays.called(target, passed)
             if not entered and not builds and len(internal) == 1:
                 self.tuples.called(call, target, passed, env)
             # What a collective wrapper hands back is what the group agreed on, even when one
             # path returns the argument itself (the root of a broadcast, a group of one).
-            summary = {} if entered else self.f.ret_params(target)
+            summary = {} if entered or self.relays.relayed(target) else self.f.ret_params(target)
             for param, labels in passed.items():
                 self.out.flow(("param", target, param), through(labels, step))
                 if param in summary:
                     back = self.step(call.line, f"{call.text}(…) returns {param}")
                     merge(result, through(labels, back))
+            merge(result, {} if entered else self.callables.returned(call, target))
         return result
 
     def receiver(self, call: CallSite, env: Env, state: _Statement) -> Labels:
