@@ -37,7 +37,7 @@ calls pending at the end of the round (its tail).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -70,13 +70,17 @@ from rankguard.catalogs.platforms import Platforms, platform_catalog
 from rankguard.catalogs.rank_sources import rank_source_catalog
 from rankguard.model.facts import Cond, contradicts
 from rankguard.model.program import Program
-from rankguard.summary.ir import CallSite
+from rankguard.model.records import FunctionRecord
+from rankguard.summary.ir import CallSite, Stmt
 
 _CONTEXT_MANAGERS = frozenset(("contextmanager", "asynccontextmanager"))
 
 __all__ = ["BlockingAnalysis", "BlockingCall", "Pair", "Regions"]
 MemoKey = tuple[str, frozenset[tuple[Cond, Any]], frozenset[tuple[str, str]]]
 _T = TypeVar("_T")
+
+
+MemoShape = Callable[[FunctionRecord, Stmt], str | None]
 
 
 class BlockingAnalysis:
@@ -98,12 +102,13 @@ class BlockingAnalysis:
         self.program = program
         self.platforms = platforms or platform_catalog()
         self.receivers = Receivers(program)
-        self.instances = Instances(program)
+        self._memo_cadence: dict[tuple[int, Any], str | None] = {}
         self.launches = Launches(program)
         self.collectives = collectives
         self.catalog = catalog
         self.classify = CallClassifier(program, catalog, cadence_helpers)
         self.context = RoundContext(program)
+        self.instances = Instances(program, self.context.stability)
         self.ranks = rank_source_catalog()
         self.passed = PassedCallables(program)
         self.results = ResultConditions(program.functions)
@@ -215,6 +220,18 @@ class BlockingAnalysis:
         ambient = {**platform_facts(cond, self.platforms), **peer_facts(cond, self.ranks)}
         # What is known wins: the normal loop's pp_size <= 1.
         return contradicts(cond, positive, {**ambient, **known} if ambient else known)
+
+    def memo(
+        self,
+        record: FunctionRecord,
+        stmt: Stmt,
+        shape: Callable[[FunctionRecord, Stmt], str | None],
+    ) -> str | None:
+        """`shape`'s memo cadence for `stmt` (`analysis.memo`), found once per statement."""
+        key = (id(stmt), shape)
+        if key not in self._memo_cadence:
+            self._memo_cadence[key] = shape(record, stmt) if stmt.kind == "if" else None
+        return self._memo_cadence[key]
 
     def on_stack(self, name: str) -> bool:
         return name in self._stack

@@ -40,6 +40,7 @@ from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord, Target
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt, segs_text
 
+_TENSOR = "torch.Tensor()"  # an instance, as the model names one of a class outside
 _PROPERTY_DECORATORS = frozenset(("property", "cached_property"))
 
 
@@ -152,12 +153,10 @@ class CallClassifier:
             elif confidence != "low":
                 confidence, note = "medium", "the tensor's device is not known here"
         elif guard == "tensor-arg":
-            first = call.args[0] if call.args else ""
-            if not first.isidentifier():
+            read = self._tensor_read(record, call, stmt_calls, env)
+            if read is None:
                 return None
-            if value_fact((first,), stmt_calls, call, env, self.placement.attribute) != DEVICE:
-                return None
-            note = "the tensor is known to live on a device"
+            confidence, note = read
         elif guard == "device-result":
             if produced(call, env, lambda: None) != DEVICE:
                 return None
@@ -189,6 +188,29 @@ class CallClassifier:
             chain=(Hop(record.qualname, record.path, call.line),),
             cadenced=cadence,
         )
+
+    def _tensor_read(
+        self,
+        record: FunctionRecord,
+        call: CallSite,
+        stmt_calls: Sequence[CallSite],
+        env: Mapping[str, str],
+    ) -> tuple[str, str] | None:
+        """`int(t)`: (confidence, note) where the argument is a tensor that may be on a
+        device: known to be (high), or a reference the model types as a tensor by its
+        annotation (`sel.count` of a `count: torch.Tensor` field) but cannot place (medium)."""
+        first = call.operands[0] if call.operands else None
+        if first is None or first.keyword is not None or first.ref is None:
+            return None
+        place = value_fact(first.ref, stmt_calls, call, env, self.placement.attribute)
+        if place == DEVICE:
+            return "high", "the tensor is known to live on a device"
+        if place in HOST or CALL in first.ref or SUBSCRIPT in first.ref:
+            return None
+        values = self.program.resolver.evaluate(record, first.ref)  # type: ignore[attr-defined]
+        if values and all(v.kind == "external" and v.name == _TENSOR for v in values):
+            return "medium", "a tensor by its annotation; its device is not known here"
+        return None
 
     def lock_calls(
         self, record: FunctionRecord, stmt: Stmt, cadence: str | None

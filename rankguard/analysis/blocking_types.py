@@ -43,16 +43,24 @@ class BlockingCall:
     # The path runs only if a fact the round is chosen under stops holding mid-round
     # (`analysis.context.doubt`): what must change, "" when nothing must.
     doubt: str = ""
+    # The path runs only where the start-up validation is skipped (`analysis.doubts.skipped`):
+    # which check, and the early return that skips it; "" when it runs anyway.
+    skipped: str = ""
 
     @property
     def key(self) -> Key:
         return (self.path, self.line, self.col, self.callee)
 
     def outranks(self, other: BlockingCall) -> bool:
-        """An undoubted path outranks a doubted one, then an uncadenced a cadenced one."""
-        if bool(self.doubt) != bool(other.doubt):
-            return not self.doubt
+        """An undoubted path outranks a doubted one, one the validation does not rule out one
+        it does, then an uncadenced a cadenced one."""
+        if self.rank != other.rank:
+            return self.rank < other.rank
         return bool(other.cadenced) and not self.cadenced
+
+    @property
+    def rank(self) -> tuple[bool, bool]:
+        return (bool(self.doubt), bool(self.skipped))
 
     def below(self, hop: Hop, cadence: str | None) -> BlockingCall:
         return copied(self, chain=(hop, *self.chain), cadenced=self.cadenced or cadence)
@@ -217,4 +225,4 @@ def cadenced(call: BlockingCall, reason: str) -> BlockingCall:
 
 
 def _ranks(pending: Mapping[Key, BlockingCall]) -> dict[Key, tuple[bool, bool]]:
-    return {k: (bool(c.doubt), bool(c.cadenced)) for k, c in pending.items()}
+    return {k: (*c.rank, bool(c.cadenced)) for k, c in pending.items()}

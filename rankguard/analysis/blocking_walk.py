@@ -21,9 +21,19 @@ from rankguard.analysis.blocking_types import (
 )
 from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.context import placements
-from rankguard.analysis.doubts import DOUBT, doubted, forget_shaky, shaky_facts, shaky_of
+from rankguard.analysis.doubts import (
+    DOUBT,
+    SKIPPABLE,
+    SKIPPED,
+    doubted,
+    forget_shaky,
+    shaky_facts,
+    shaky_of,
+    skipped,
+)
 from rankguard.analysis.doubts import doubt as doubt_of
-from rankguard.analysis.drained import DRAINED, after, assigned, dominated
+from rankguard.analysis.drained import DRAINED, after, assigned, dominated, drained_into
+from rankguard.analysis.memo import building, past_return
 from rankguard.analysis.passed import binding_facts, held_in, narrowed
 from rankguard.analysis.precision import assigned_fact, cadence_of
 from rankguard.analysis.reach import edge_of, followed
@@ -78,6 +88,7 @@ class Walk:
             if trace is not None:
                 trace.append(state)
             state = self.stmt(stmt, state, guards, cadence)
+            cadence = cadence or self.a.memo(self.record, stmt, past_return)
         return state
 
     def stmt(self, stmt: Stmt, state: State, guards: Guards, cadence: str | None) -> State | None:
@@ -100,7 +111,11 @@ class Walk:
         if kind in ("if", "loop"):
             state = self.truth_test(stmt, state, cadence)
         if kind == "if":
-            inner = cadence or cadence_of(stmt.text, state.env)
+            inner = (
+                cadence
+                or cadence_of(stmt.text, state.env)
+                or self.a.memo(self.record, stmt, building)
+            )
             body = self.branch(stmt, 0, state, guards, inner)
             orelse = self.branch(stmt, 1, state, guards, cadence)
             return join([body, orelse])
@@ -129,6 +144,11 @@ class Walk:
         doubt = doubt_of(stmt, positive, state.known, self.record)
         if doubt:
             inner = inner.evolve(known={**inner.known, DOUBT: doubt})
+        elif SKIPPABLE in state.known:
+            restated = self.a.context.restated_skippable(self.record, state.known)
+            skip = skipped(stmt, positive, state.known, restated, self.record)
+            if skip:
+                inner = inner.evolve(known={**inner.known, SKIPPED: skip})
         return self.block(stmt.blocks[side], inner, (*guards, (stmt.cond, positive)), cadence)
 
     def truth_test(self, stmt: Stmt, state: State, cadence: str | None) -> State:
@@ -353,8 +373,10 @@ class Walk:
             attrs = self.a.classify.placement.attribute
             env = placements(record, call, stmt_calls, state.env, attrs)
         known = self.a.entry_facts(name, call, state.known)
+        if call is not None and drained_into(call, state.known):
+            known[DRAINED] = True
         if call is not None:
-            known.update(self.a.instances.entry_facts(self.record, record, call))
+            known.update(self.a.instances.entry_facts(self.record, record, call, stmt_calls))
         if call is not None and self.a.passed.parameters_called(name):
             held = held_in(state.known)
             known.update(binding_facts(self.a.passed.binding(self.record, call, name, held)))

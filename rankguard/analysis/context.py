@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from rankguard.analysis.doubts import passed_on, shaky_facts, shaky_of
+from rankguard.analysis.doubts import SKIPPABLE, passed_on, shaky_facts, shaky_of
 from rankguard.analysis.precision import made_by
 from rankguard.analysis.rank_bounds import lone_ranks
 from rankguard.analysis.reach import enclosing
@@ -106,6 +106,14 @@ class RoundContext:
                     if rooted(renamed, SELF) and self.stable(renamed, class_of(record)):
                         out[renamed] = value
         return out
+
+    def restated_skippable(
+        self, record: FunctionRecord, known: Mapping[Cond, Any]
+    ) -> dict[Cond, Any]:
+        """The skippable validation's facts as `record` reads them through its object's copies
+        (`aliased`)."""
+        skippable = known.get(SKIPPABLE)
+        return self.aliased(record, dict(skippable.facts)) if skippable else {}
 
     def aliases_of(self, record: FunctionRecord) -> dict[tuple[str, ...], tuple[str, ...]]:
         """Settings a constructor of the method's class copies to `self` (getter -> attribute)."""
@@ -213,6 +221,9 @@ class RoundContext:
         facts = {c: v for c, v in selected.items() if c in trusted or not rooted(c, SELF)}
         facts.update(shaky_facts({c: v for c, v in selected.items() if c not in facts}))
         facts.update(self.settings.derive(self.global_facts(facts)))
+        skippable = self.settings.skippable(self.global_facts(facts))
+        if skippable is not None:
+            facts[SKIPPABLE] = skippable
         ranks = lone_ranks(complemented(facts), self.ranks)
         facts.update((c, v) for c, v in ranks.items() if self.stable(c, class_of(record)))
         facts.update(self.aliased(record, facts))

@@ -7,12 +7,20 @@ branch needs the change: a finding behind it is reported with low confidence, sa
 must stop holding. The dropped ("shaky") facts ride along the walk beside the trusted ones, on
 `self` calls only, like the trusted facts on `self`; a path that took such a branch carries the
 doubt into every call it makes.
+
+The start-up validation gives the round facts on settings (`analysis.settings`). A check the
+launcher runs only past an early return (`if cfg.model_path == "dummy": return`) may not have
+run, so what it asserts is no fact; but a branch it rules out runs only in the mode that skips
+it. Such facts ride along as `SKIPPABLE` (settings are process-wide: into every call), and a path
+that takes a branch they rule out carries `SKIPPED`: its findings are low confidence and say
+which check and which early return. Unlike a doubt, nothing in the round can make them hold, so
+`BlockingAnalysis.inductive` never drops such a path.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from rankguard.analysis.blocking_types import BlockingCall, Key, copied
 from rankguard.model.facts import Cond, contradicts, member, refs
@@ -20,7 +28,17 @@ from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import Segs, Stmt, segs_text
 
 DOUBT: Cond = ("doubt",)
+SKIPPABLE: Cond = ("skippable",)  # a `Skippable`: the facts a skippable check would give
+SKIPPED: Cond = ("skipped",)  # why the path runs only where the validation was skipped
 _SHAKY = "shaky"
+
+
+class Skippable(NamedTuple):
+    """Facts on settings that hold wherever the start-up validation ran (sorted pairs), and
+    which checks give them, past which early return."""
+
+    facts: tuple[tuple[Cond, Any], ...]
+    reason: str
 
 
 def shaky_facts(facts: Mapping[Cond, Any]) -> dict[Cond, Any]:
@@ -34,10 +52,12 @@ def shaky_of(known: Mapping[Cond, Any]) -> dict[Cond, Any]:
 
 
 def passed_on(known: Mapping[Cond, Any], on_self: bool) -> dict[Cond, Any]:
-    """What a callee inherits: the doubt always, shaky facts through a call on `self`."""
+    """What a callee inherits: the doubt and what the skippable validation gives always,
+    shaky facts through a call on `self`."""
     out = {k: v for k, v in known.items() if on_self and k[0] == _SHAKY}
-    if DOUBT in known:
-        out[DOUBT] = known[DOUBT]
+    for key in (DOUBT, SKIPPABLE, SKIPPED):
+        if key in known:
+            out[key] = known[key]
     return out
 
 
@@ -64,6 +84,25 @@ def doubt(stmt: Stmt, positive: bool, known: Mapping[Cond, Any], record: Functio
     )
 
 
+def skipped(
+    stmt: Stmt,
+    positive: bool,
+    known: Mapping[Cond, Any],
+    restated: Mapping[Cond, Any],
+    record: FunctionRecord,
+) -> str:
+    """Why taking this side of `stmt` needs the start-up validation skipped ("" if it does
+    not): `restated` are the skippable facts, as the function reads them."""
+    skip = known.get(SKIPPABLE)
+    if skip is None or DOUBT in known or SKIPPED in known:
+        return ""
+    if not contradicts(stmt.cond, positive, {**known, **dict(skip.facts), **restated}):
+        return ""
+    side = "" if positive else "the other side of "
+    where = f"{record.path}:{stmt.line}"
+    return f"reached through {side}`{stmt.text}` ({where}), which runs only where {skip.reason}"
+
+
 def _attribute(segs: Segs) -> bool:
     """`self.mode`, `s.mode`: an attribute, not a local or an enum member (`Mode.NULL`)."""
     return len(segs) >= 2 and not member(segs)
@@ -72,16 +111,18 @@ def _attribute(segs: Segs) -> bool:
 def doubted(
     calls: Mapping[Key, BlockingCall], known: Mapping[Cond, Any]
 ) -> dict[Key, BlockingCall]:
-    """Blocking calls met on this path, each at low confidence if the path is in doubt."""
-    reason = known.get(DOUBT)
-    if not reason:
+    """Blocking calls met on this path, each at low confidence if the path is in doubt or
+    runs only where the validation is skipped."""
+    reason, skip = known.get(DOUBT), known.get(SKIPPED)
+    if not reason and not skip:
         return dict(calls)
+    why = reason or skip
     return {
         key: copied(
             call,
             confidence="low",
-            note=f"{reason}; {call.note}" if call.note else reason,
-            doubt=reason,
+            note=f"{why}; {call.note}" if call.note else why,
+            **({"doubt": reason} if reason else {"skipped": skip}),
         )
         for key, call in calls.items()
     }

@@ -67,12 +67,18 @@ def operates(tree: Cond) -> bool:
 def _roots(call: CallSite) -> Roots:
     """What the synced tensor lives with: the local object its receiver is read from, or the
     attribute of `self` (`self` itself holds tensors of every kind)."""
-    segs = call.target[:-1]
+    segs = call.target[:-1] if len(call.target) > 1 else _argument(call)
     while segs and segs[-1] in (CALL, SUBSCRIPT):
         segs = segs[:-1]
     if not segs or CALL in segs or (segs[0] == "self" and len(segs) < 2):
         return frozenset()
     return frozenset((segs[:2] if segs[0] == "self" else segs[:1],))
+
+
+def _argument(call: CallSite) -> tuple[str, ...]:
+    """What `int(t)` reads: its argument, where that is a plain reference."""
+    first = call.operands[0] if call.operands else None
+    return first.ref if first is not None and first.keyword is None and first.ref else ()
 
 
 def assigned(tree: Cond, place: str | None, state: State) -> State:
@@ -108,6 +114,14 @@ def after(blocking: BlockingCall | None, call: CallSite, quiet: bool, state: Sta
     if DRAINED not in state.known or quiet:
         return state
     return _undrained(state)
+
+
+def drained_into(call: CallSite, known: Mapping[Cond, Any]) -> bool:
+    """The callee starts with the queue drained: a sure sync came last, and the call's
+    arguments are plain references or literals (`f(a * 2)` queues work on the way in)."""
+    if known.get(DRAINED) is not True:
+        return False
+    return all(o.ref is not None or o.const is not None for o in call.operands)
 
 
 def _undrained(state: State) -> State:

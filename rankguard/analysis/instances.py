@@ -1,4 +1,4 @@
-"""What an argument the call constructs decides of `isinstance` tests in the callee.
+"""What an argument the call constructs says in the callee: its class and a record's fields.
 
 A dispatcher that branches on its argument's class (`if isinstance(action, Free): ... elif
 isinstance(action, Backup): ...`) runs one branch per call site when the caller builds the
@@ -7,14 +7,22 @@ analysis alone walks every branch from every caller, so a backup reached only th
 `Backup` branch would be charged to the caller that frees. The walk hands the callee each such
 test's value as an entry fact; an assignment to the parameter forgets it (`facts.forget`), and a
 test the model cannot decide (a class outside the program, a base it cannot see) stays open.
+
+A parameters record built at the call (`match(Params(key=k))`, a dataclass or a
+`msgspec.Struct`) also carries its fields: those left out hold the class's literal default
+(`params.req is None`), those given a literal hold it. Only fields nothing reassigns after
+construction (`analysis.stability`) count, and only where the record's constructor is the
+generated one (no `__init__`/`__post_init__` of its own).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from rankguard.analysis.context import passed_arguments
+from rankguard.analysis.precision import producer
+from rankguard.analysis.stability import Stability
 from rankguard.model.facts import FALSY, TRUTHY, Cond
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
@@ -25,41 +33,84 @@ _ISINSTANCE = ("isinstance",)
 _BUILTINS = frozenset(("int", "float", "bool", "str", "bytes", "list", "dict", "tuple", "set"))
 
 _HOOKS = ("__instancecheck__", "__subclasshook__")
+# Bases whose classes are records: the constructor stores the fields it is given, and the
+# class's defaults for the rest (a program `@dataclass` is one too).
+_RECORD_BASES = frozenset(("Struct", "NamedTuple"))
+_CONSTRUCTORS = ("__init__", "__post_init__", "__new__")
 # (parameter, the test, the classes each listed element names; None: one the model cannot place)
 _Test = tuple[str, Cond, tuple[frozenset[str] | None, ...]]
 
 
 class Instances:
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: Program, stability: Stability) -> None:
         self.program = program
+        self.stability = stability
         self._tests: dict[str, tuple[_Test, ...]] = {}
+        self._records: dict[str, dict[str, Any] | None] = {}
 
     def entry_facts(
-        self, caller: FunctionRecord, callee: FunctionRecord, call: CallSite
+        self,
+        caller: FunctionRecord,
+        callee: FunctionRecord,
+        call: CallSite,
+        stmt_calls: Sequence[CallSite],
     ) -> dict[Cond, Any]:
-        """The value of each `isinstance(param, ...)` in `callee` whose argument `call`
-        constructs: `Cls(...)` evaluates to an instance of exactly `Cls`."""
-        tests = self.tests(callee)
-        if not tests:
-            return {}
+        """What holds on entry of each parameter whose argument `call` constructs (`Cls(...)`
+        is an instance of exactly `Cls`): the value of each `isinstance(param, ...)` in
+        `callee`, and a record's fields the constructor leaves at their defaults or sets to a
+        literal (`Params(key=k).req is None`)."""
         passed = passed_arguments(callee, call)
         positional = [o for o in call.operands if o.keyword is None]
         out: dict[Cond, Any] = {}
-        exact: dict[str, str | None] = {}
-        for param, cond, elements in tests:
-            if param not in exact:
-                exact[param] = None
-                if param in passed:
-                    key = passed[param][0]
-                    operand = positional[int(key)] if key.isdigit() else call.operand(key)
-                    if operand is not None:
-                        exact[param] = self._constructed(caller, operand)
-            cls = exact[param]
-            if cls is not None:
-                value = self._decides(cls, elements)
+        for param, (key, _) in passed.items():
+            operand = positional[int(key)] if key.isdigit() else call.operand(key)
+            cls = self._constructed(caller, operand) if operand is not None else None
+            if operand is None or cls is None:
+                continue
+            for name, cond, elements in self.tests(callee):
+                value = self._decides(cls, elements) if name == param else None
                 if value is not None:
                     out[cond] = TRUTHY if value else FALSY
+            made = producer(stmt_calls, call, operand.calls[0])
+            if made is not None:
+                out.update(self._fields(param, cls, made))
         return out
+
+    def _fields(self, param: str, cls: str, made: CallSite) -> dict[Cond, Any]:
+        """`param.field` for each field of the record `made` constructs that no method
+        reassigns after construction: the literal passed, or the class's default where it
+        is left out. Only keyword arguments are read (positions follow field order)."""
+        if any(o.keyword in (None, "*", "**") for o in made.operands):
+            return {}
+        defaults = self._defaults(cls)
+        if defaults is None:
+            return {}
+        given = {o.keyword for o in made.operands}
+        literal = dict(made.literals)
+        out: dict[Cond, Any] = {}
+        for name in given | set(defaults):
+            if name in given and name not in literal:
+                continue
+            if self.stability.settled(cls, name):
+                out[("ref", (param, name))] = literal[name] if name in given else defaults[name]
+        return out
+
+    def _defaults(self, cls: str) -> dict[str, Any] | None:
+        """A record class's literal field defaults (bases first, so a subclass's win), or
+        None where the class is no record whose constructor only stores its fields."""
+        if cls not in self._records:
+            mro = self.program.mro(cls)
+            classes = [self.program.classes[c] for c in mro]
+            record = any(
+                any(d[-1] == "dataclass" for d in c.info.decorators)
+                or any(b.rsplit(".", 1)[-1] in _RECORD_BASES for b in c.external_bases)
+                for c in classes
+            ) and not any(m in c.methods for c in classes for m in _CONSTRUCTORS)
+            defaults = {}
+            for c in reversed(classes):
+                defaults.update(c.info.defaults)
+            self._records[cls] = defaults if record else None
+        return self._records[cls]
 
     def tests(self, callee: FunctionRecord) -> tuple[_Test, ...]:
         name = callee.qualname

@@ -23,8 +23,9 @@ import builtins
 import re
 from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, overload
 
+from rankguard.analysis.doubts import Skippable
 from rankguard.analysis.intervals import decided
 from rankguard.analysis.stability import SELF
 from rankguard.model.arguments import Callers, callers
@@ -61,9 +62,11 @@ class Settings:
         self._implications: list[Implication] | None = None
         self._readers: dict[str, tuple[Segs, ...]] | None = None
         self._callers: Callers | None = None
-        self._guarded: set[str] | None = None
+        self._guarded: dict[str, str] | None = None
+        self._skippable: list[tuple[Implication, str]] | None = None
         self._grouped: frozenset[tuple[str, Segs]] = frozenset()
-        self._guard_maps: dict[str, dict[int, list[Premise] | None]] = {}
+        self._guard_maps: dict[tuple[str, bool], dict[int, list[Premise] | None]] = {}
+        self._skippers: dict[str, dict[int, Stmt]] = {}
         self._derived: dict[frozenset[tuple[Cond, Any]], dict[Cond, Any]] = {}
 
     def derive(self, known: Mapping[Cond, Any]) -> dict[Cond, Any]:
@@ -83,13 +86,39 @@ class Settings:
             self._derived[key] = cached
         return {c: v for c, v in cached.items() if c not in known}
 
-    def _close(self, settings: dict[Cond, Any]) -> dict[Cond, Any]:
+    def skippable(self, known: Mapping[Cond, Any]) -> Skippable | None:
+        """What the checks the launcher runs only past an early return would add to `derive`
+        (`analysis.doubts`), with which checks and early returns; None if nothing."""
+        start = {}
+        for cond, value in known.items():
+            canonical = self.canonical(cond)
+            if canonical is not None:
+                start[canonical] = value
+        skippable = self.implications(skippable=True)
+        if not start or not skippable:
+            return None
+        trusted = self._close(complemented(start))
+        reasons: set[str] = set()
+        widened = self._close(dict(trusted), skippable, reasons)
+        added = self._materialise({c: v for c, v in widened.items() if c not in trusted}, start)
+        added = {c: v for c, v in added.items() if c not in known}
+        if not added:
+            return None
+        return Skippable(tuple(sorted(added.items(), key=repr)), "; ".join(sorted(reasons)))
+
+    def _close(
+        self,
+        settings: dict[Cond, Any],
+        more: Sequence[tuple[Implication, str]] = (),
+        used: set[str] | None = None,
+    ) -> dict[Cond, Any]:
         """Apply the implications until nothing new follows: forwards (premises hold, so the
         conclusion does) and backwards (the conclusion fails, every premise but one holds, so
         that one fails: `elastic EP => pp_size == 1` and `pp_size > 1` give no elastic EP)."""
+        implications = [(i, "") for i in self.implications()] + list(more)
         for _ in range(_CHAIN_STEPS):
             added = False
-            for premises, conclusion in self.implications():
+            for (premises, conclusion), reason in implications:
                 held = [decided(c, settings) is side for c, side in premises]
                 if all(held):
                     if conclusion in settings or decided(conclusion, settings) is False:
@@ -99,9 +128,14 @@ class Settings:
                     added = True
                 elif held.count(False) == 1 and decided(conclusion, settings) is False:
                     cond, side = premises[held.index(False)]
-                    if decided(cond, settings) is None:
-                        settings.update(complemented(assume(cond, not side)))
-                        added = True
+                    if decided(cond, settings) is not None:
+                        continue
+                    settings.update(complemented(assume(cond, not side)))
+                    added = True
+                else:
+                    continue
+                if reason and used is not None:
+                    used.add(reason)
             if not added:
                 break
         return settings
@@ -122,32 +156,46 @@ class Settings:
         return out
 
     # -- what the program says -----------------------------------------------------------------
-    def implications(self) -> list[Implication]:
-        if self._implications is None:
-            found: list[Implication] = []
+    @overload
+    def implications(self, skippable: Literal[False] = ...) -> list[Implication]: ...
+    @overload
+    def implications(self, skippable: Literal[True]) -> list[tuple[Implication, str]]: ...
+    def implications(self, skippable: bool = False) -> list:
+        """What the validation asserts wherever the launcher runs it; with `skippable`, what
+        checks it runs only past an early return assert, each with why it may not run."""
+        if self._implications is None or self._skippable is None:
+            found: list[tuple[Implication, str]] = []
             for name in sorted(self.program.functions):
                 found.extend(self._of_function(self.program.functions[name]))
             # A check under no condition decides nothing alone: the function may still run
             # only for one model or feature, by a path the call graph does not show.
-            self._implications = [(p, c) for p, c in found if p]
-        return self._implications
+            self._implications = [(p, c) for (p, c), why in found if p and not why]
+            self._skippable = [((p, c), why) for (p, c), why in found if p and why]
+        return self._skippable if skippable else self._implications
 
-    def _of_function(self, fn: FunctionRecord) -> Iterator[Implication]:
+    def _of_function(self, fn: FunctionRecord) -> Iterator[tuple[Implication, str]]:
+        """Each implication `fn` asserts, with "" where it runs whenever the launcher does, or
+        the early return it runs past."""
         roots = {name for name in bound_names(fn) if _CONFIG_NAME.search(name)}
-        if not roots:
-            return
-        if not self._callers_of(fn) or not self._runs_unguarded(fn):
-            # What a function run only in some mode checks holds only in that mode; one
-            # nothing calls may be a hook a registry runs for one model or feature.
-            return
+        if not roots or not self._callers_of(fn):
+            return  # one nothing calls may be a hook a registry runs for one model or feature
+        if self._guarded is None:
+            self._guarded = self._guarded_functions()
+        skipped = self._guarded.get(fn.qualname, "")
+        if skipped is None:
+            return  # what a function run only in some mode checks holds only in that mode
+        check = f"the start-up check in `{fn.info.qualname}` ({fn.path})"
+        skipped = skipped and f"{check} did not run: it runs only past {skipped}"
         for guards, check in _checks(fn.info.body, ()):
             for root in roots:
                 premises = tuple((_canonical(c, root), side) for c, side in guards)
                 conclusion = _canonical(check, root)
                 if conclusion is not None and all(c is not None for c, _ in premises):
-                    yield premises, conclusion  # type: ignore[misc]
+                    yield (premises, conclusion), skipped  # type: ignore[misc]
         for resolved in self.program.calls.get(fn.qualname, ()):
-            guards = self.guards(fn.qualname, resolved.call)
+            guards = self.guards(fn.qualname, resolved.call, past_returns=True)
+            early = self._skipped_by(fn.qualname, resolved.call)
+            why = skipped or (early and f"{check} did not run: it runs only past {early}")
             for target in resolved.targets:
                 callee = self.program.functions.get(target.name)
                 if callee is None or target.kind != "call" or guards is None:
@@ -159,53 +207,54 @@ class Settings:
                     for check in _opening_checks(callee.info.body):
                         conclusion = _canonical(check, param)
                         if conclusion is not None:
-                            yield premises, conclusion  # type: ignore[misc]
+                            yield (premises, conclusion), why  # type: ignore[misc]
 
     def _callers_of(self, fn: FunctionRecord) -> list[tuple[str, Any]]:
         if self._callers is None:
             self._callers = callers(self.program)
         return self._callers.get(fn.qualname, [])
 
-    def _runs_unguarded(self, fn: FunctionRecord) -> bool:
-        """Every call of `fn` is unconditional, in a function that itself runs unconditionally,
-        up to functions nothing calls: what `fn` checks is checked whenever its entry runs,
-        tied to no mode. A guarded call gives its caller's guards as premises instead."""
-        if self._guarded is None:
-            self._guarded = self._guarded_functions()
-        return fn.qualname not in self._guarded
-
-    def _guarded_functions(self) -> set[str]:
-        """Functions some call reaches only under a condition (propagated to their callees).
-        A function handed to another as an argument (`run_hook(validate, cfg)` running
-        `step(cfg)`) is guarded where the hand-over is, or the call of the parameter is: not
-        wherever else the runner is called with other steps."""
+    def _guarded_functions(self) -> dict[str, str | None]:
+        """Functions some call reaches only under a condition (propagated to their callees):
+        None where an `if` decides, or the early return they run past where only early returns
+        do (`if cfg.model_path == "dummy": return`, before the validation). A function handed
+        to another as an argument (`run_hook(validate, cfg)` running `step(cfg)`) is guarded
+        where the hand-over is, or the call of the parameter is: not wherever else the runner
+        is called with other steps."""
         if self._callers is None:
             self._callers = callers(self.program)
         calls: dict[str, set[str]] = defaultdict(set)
         handed: dict[str, set[str]] = defaultdict(set)  # caller -> functions it hands over
-        work: list[str] = []
+        work: list[tuple[str, str | None]] = []
+
+        def seed(caller: str, call: CallSite, target: str) -> None:
+            if self.guards(caller, call, past_returns=True) != []:
+                work.append((target, None))
+            elif self.guards(caller, call) != []:
+                work.append((target, self._skipped_by(caller, call)))
+
         for caller, resolved in self.program.calls.items():
             for call, targets in resolved:
                 for target in targets:
                     if target.kind == "callback" or target.name not in self.program.functions:
                         continue
-                    if self.guards(caller, call) != []:
-                        work.append(target.name)
+                    seed(caller, call, target.name)
                     argument = target.via == "argument"
                     sites = list(self._handing_over(caller, target.name)) if argument else []
                     if not sites:  # a plain call, or a hand-over not told here: as any callee
                         calls[caller].add(target.name)
                     for passer, site in sites:
                         handed[passer].add(target.name)
-                        if self.guards(passer, site) != []:
-                            work.append(target.name)
-        guarded: set[str] = set()
-        while work:
-            name = work.pop()
-            if name not in guarded:
-                guarded.add(name)
-                work.extend(calls.get(name, ()))
-                work.extend(handed.get(name, ()))
+                        seed(passer, site, target.name)
+        guarded: dict[str, str | None] = {}
+        for strict in (True, False):  # an `if` outranks an early return
+            stack = [(name, why) for name, why in work if (why is None) is strict]
+            while stack:
+                name, why = stack.pop()
+                if name not in guarded:
+                    guarded[name] = why
+                    stack.extend((n, why) for n in calls.get(name, ()))
+                    stack.extend((n, why) for n in handed.get(name, ()))
         return guarded
 
     def _handing_over(self, runner: str, function: str) -> Iterator[tuple[str, CallSite]]:
@@ -223,14 +272,28 @@ class Settings:
     def _names(self, caller: str, ref: Segs, function: str) -> bool:
         return any(v.name == function for v in self.program.evaluate(caller, ref))
 
-    def guards(self, function: str, call: CallSite) -> list[Premise] | None:
+    def guards(
+        self, function: str, call: CallSite, past_returns: bool = False
+    ) -> list[Premise] | None:
         """The `if` conditions (and sides) enclosing `call` in `function`, where nothing else
-        decides whether it runs (`_guard_map`)."""
-        table = self._guard_maps.get(function)
+        decides whether it runs (`_guard_map`); with `past_returns`, an earlier statement
+        that may return does not count."""
+        table = self._guard_maps.get((function, past_returns))
         if table is None:
-            table = self._guard_maps[function] = {}
-            _guard_map(self.program.functions[function].info.body, [], table)
+            table = self._guard_maps[(function, past_returns)] = {}
+            skippers = self._skippers.setdefault(function, {})
+            body = self.program.functions[function].info.body
+            _guard_map(body, [], table, skippers if past_returns else None)
         return table.get(id(call))
+
+    def _skipped_by(self, function: str, call: CallSite) -> str:
+        """The early return `call` runs past, said for a reader ("" if none)."""
+        self.guards(function, call, past_returns=True)
+        stmt = self._skippers[function].get(id(call))
+        if stmt is None:
+            return ""
+        path = self.program.functions[function].path
+        return f"the early return under `{stmt.text}` ({path}:{stmt.line})"
 
     def readers(self) -> dict[str, tuple[Segs, ...]]:
         """Setting name -> the getter calls it is read through (`get_schedule()`), or the one
@@ -343,27 +406,48 @@ def _may_return(stmt: Stmt) -> bool:
 
 
 def _guard_map(
-    body: Sequence[Stmt], guards: list[Premise] | None, out: dict[int, list[Premise] | None]
+    body: Sequence[Stmt],
+    guards: list[Premise] | None,
+    out: dict[int, list[Premise] | None],
+    skippers: dict[int, Stmt] | None = None,
+    skipper: Stmt | None = None,
 ) -> bool:
     """Every call's enclosing `if` conditions into `out` (by `id`), or None where something
     else decides whether it runs: a loop, a `try`, a `with`, an earlier statement that may
     return, or the call being one operand of `a or f()` / `f() if c else x` (only a call that
     is its statement's whole value runs whenever the statement does). True if `body` may
-    return."""
+    return. With `skippers`, an earlier statement that may return does not count: each call
+    past one is put in `skippers` with the first such statement."""
     returns = False
     for stmt in body:
         for call in stmt.calls:
             out[id(call)] = list(guards) if guards is not None and _whole(stmt, call) else None
+            if skippers is not None and skipper is not None:
+                skippers[id(call)] = skipper
+        through = _completes_through(stmt)
         for index, block in enumerate(stmt.blocks):
             inner = None
             if guards is not None and stmt.kind == "if" and stmt.cond:
                 inner = [*guards, (stmt.cond, index == 0)]
-            returns = _guard_map(block, inner, out) or returns
+            elif guards is not None and index in through:
+                inner = guards
+            returns = _guard_map(block, inner, out, skippers, skipper) or returns
         if stmt.kind == "return":
             returns = True
-        if returns:
+        if returns and skippers is None:
             guards = None  # what follows a statement that may return is conditional
+        elif returns:
+            skipper = skipper or stmt
     return returns
+
+
+def _completes_through(stmt: Stmt) -> tuple[int, ...]:
+    """The blocks of a `try` that run whenever the function goes on past it: body, `else` and
+    `finally`, where every handler raises again (`except BaseException: mark(); raise`), so
+    no path goes on without them; none otherwise."""
+    if stmt.kind != "try" or not all(_raises(handler) for handler in stmt.blocks[3:]):
+        return ()
+    return (0, 1, 2)
 
 
 def _whole(stmt: Stmt, call: CallSite) -> bool:

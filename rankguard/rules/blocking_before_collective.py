@@ -182,7 +182,7 @@ class BlockingBeforeCollective(Rule):
 def _headline(pairs: list[Pair]) -> Pair:
     """The first pair on a path that needs no round fact to change (`analysis.doubts`), and
     among those the first whose collective a chain without guessed edges reaches."""
-    return min(pairs, key=lambda p: (bool(p.blocking.doubt), any(hop.weak for hop in p.chain)))
+    return min(pairs, key=lambda p: (p.blocking.rank, any(hop.weak for hop in p.chain)))
 
 
 def _finding(rule: str, round_name: str, pairs: list[Pair]) -> Finding:

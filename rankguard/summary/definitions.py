@@ -1,11 +1,12 @@
 """Facts about definitions read straight from their syntax: parameters, whether a function is
-a generator and what it yields, a class's tables of its own methods and the names its body
-binds, the `__exit__` calls a `with` makes, a module's `__all__`.
+a generator and what it yields, a class's tables of its own methods, its literal field defaults
+and the names its body binds, the `__exit__` calls a `with` makes, a module's `__all__`.
 The statement builder (`extract`) asks these; they read no statements' calls."""
 
 from __future__ import annotations
 
 import ast
+from typing import Any
 
 from rankguard.summary.ir import OPAQUE, CallSite, Param, Segs
 from rankguard.summary.reads import default_text, is_literal, is_value_ref
@@ -57,6 +58,18 @@ def params_of(a: ast.arguments) -> tuple[Param, ...]:
     if a.kwarg:
         params.append(Param("**" + a.kwarg.arg))
     return tuple(params)
+
+
+def literal_defaults(node: ast.ClassDef) -> tuple[tuple[str, Any], ...]:
+    """Class-level `name: T = literal` fields (None, a bool, number or string): what a
+    record's generated constructor stores where it is not given the field."""
+    out = []
+    for stmt in node.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            value = stmt.value.value if isinstance(stmt.value, ast.Constant) else ...
+            if value is None or isinstance(value, (bool, int, float, str)):
+                out.append((stmt.target.id, value))
+    return tuple(out)
 
 
 def method_tables(node: ast.ClassDef) -> tuple[tuple[str, tuple[str, ...]], ...]:

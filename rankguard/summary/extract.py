@@ -19,6 +19,7 @@ from rankguard.summary.definitions import (
     class_body_names,
     exits_of,
     is_generator,
+    literal_defaults,
     method_tables,
     params_of,
     yielded,
@@ -181,6 +182,7 @@ class _Builder:
                 ),
                 tuple(attributes),
                 tables,
+                literal_defaults(node),
             )
         )
         # Class bodies run at import time, with the module's code.

@@ -169,6 +169,9 @@ class ClassInfo:
     attributes: tuple[tuple[str, Segs], ...] = ()  # class-level `name: T` / `name = T(...)`
     # Class-level tables of the class's own methods: `_MAP = {Kind: _handle_kind, ...}`.
     tables: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Class-level literal defaults, `req: Optional[Req] = None`: a record's field where its
+    # constructor leaves it out.
+    defaults: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(slots=True)

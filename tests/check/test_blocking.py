@@ -423,6 +423,42 @@ def test_cadenced_calls_are_reported_and_marked(tmp_path: Path):
     assert "self._t" in cadence["torch.cuda.synchronize"]
 
 
+def test_work_a_memo_attribute_caches_is_marked_cadenced(tmp_path: Path):
+    # `memo = getattr(args, "_config", None); if memo is not None: return memo` and the
+    # `if self._tok is None: self._tok = ...` build run only while the attribute is unset, and
+    # set it: once per object, not every round. A branch that sets nothing is no cache.
+    findings = _assert_marked(
+        tmp_path,
+        """
+        def config_of(args):
+            memo = getattr(args, "_config", None)
+            if memo is not None:
+                return memo
+            built = open("cfg")  # expect
+            args._config = built
+            return built
+
+        class S:
+            def tokenizer(self):
+                if self._tok is None:
+                    self._tok = open("tok")  # expect
+                return self._tok
+
+            def event_loop(self, args):
+                while True:
+                    config_of(args)
+                    self.tokenizer()
+                    if self._other is None:
+                        subprocess.run(["other"])  # expect
+                    dist.barrier()
+        """,
+    )
+    cadence = {f.extra["blocking"]["text"]: f.extra["cadence"] for f in findings}
+    assert "args._config" in cadence["open('cfg')"]
+    assert "self._tok" in cadence["open('tok')"]
+    assert cadence["subprocess.run(['other'])"] is None
+
+
 def test_thread_liveness_is_read_from_the_condition_not_its_text(tmp_path: Path):
     # `or` makes the join reachable while the thread is alive: a real wait.
     _assert_marked(

@@ -268,3 +268,51 @@ def test_a_reassigned_parameter_or_a_base_outside_the_program_decides_nothing(tm
         """,
         {"rounds": ["mod.loop"]},
     )
+
+
+def test_a_params_record_the_call_constructs_has_its_defaults_in_the_callee(tmp_path: Path):
+    # `match(Params(key=k))` leaves `req` at the record's default, None: inside `match`,
+    # `params.req is None` holds, so the early return is taken from `checkpoint` and the
+    # request path runs only from `admit`, which passes one. A field some method reassigns
+    # after construction (`hits`) says nothing.
+    findings = _assert_marked(
+        tmp_path,
+        """
+        import dataclasses
+
+        @dataclasses.dataclass
+        class Params:
+            key: str
+            req: object = None
+            hits: int = 0
+
+        class Owner:
+            def bump(self, params):
+                params.hits = 1
+
+        def match(params):
+            if params.req is None:
+                return 0
+            time.sleep(1)  # expect
+            if params.hits != 0:
+                open("stats")  # expect
+
+        def checkpoint(k):
+            match(Params(key=k))
+
+        def admit(k, r):
+            match(Params(key=k, req=r))
+
+        def loop(k, r):
+            while True:
+                checkpoint(k)
+                dist.barrier()
+
+        def admitting_loop(k, r):
+            while True:
+                admit(k, r)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop", "mod.admitting_loop"]},
+    )
+    assert {f.extra["round"] for f in findings} == {"mod.admitting_loop"}

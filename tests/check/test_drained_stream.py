@@ -178,3 +178,64 @@ def test_helpers_and_records_that_launch_nothing_keep_the_queue_drained(tmp_path
         """,
         {"rounds": ["mod.loop"]},
     )
+
+
+def test_a_builtin_read_of_an_annotated_tensor_is_the_sync(tmp_path: Path):
+    # `int(sel.survivors)` reads a tensor (by the field's annotation) of unknown placement:
+    # it is the sync, at medium confidence, and the object's other tensors read right after
+    # it find the queue drained. `int()` of what is not known to be a tensor reads nothing.
+    _assert_marked(
+        tmp_path,
+        """
+        class Select:
+            survivors: torch.Tensor
+            tokens: torch.Tensor
+            width: int
+
+        def commit(sel: Select):
+            n = int(sel.survivors)  # expect
+            w = int(sel.width)
+            tokens = sel.tokens[:n].tolist()
+
+        def loop(sel: Select, flag):
+            while True:
+                commit(sel)
+                m = int(flag)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
+
+
+def test_a_helper_called_right_after_a_sure_sync_finds_the_queue_drained(tmp_path: Path):
+    # `consume` runs only right after a sync with nothing launched between: its own sync
+    # finds the queue empty. `consume_late` runs after an operator queued work: its sync
+    # waits. Where the caller's sync was of unknown placement, nothing is handed on.
+    _assert_marked(
+        tmp_path,
+        """
+        def consume(ids):
+            return ids.tolist()
+
+        def consume_late(ids):
+            return ids.tolist()  # expect
+
+        def consume_unsure(ids):
+            return ids.tolist()  # expect
+
+        def commit(n, out):
+            a = torch.ones(n, device="cuda")
+            la = a.tolist()  # expect
+            consume(a)
+            b = a * 2
+            consume_late(b)
+            lens = out.lengths.tolist()  # expect
+            consume_unsure(a)
+
+        def loop(n, out):
+            while True:
+                commit(n, out)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )

@@ -767,3 +767,53 @@ def test_a_hook_runner_run_under_a_condition_elsewhere_still_runs_this_step(tmp_
     validated = _ELASTIC_EP_VALIDATED.replace(direct, guarded_too)
     findings = _assert_marked(tmp_path, validated, {"rounds": ["*.event_loop_*"]})
     assert [f.extra["round"].rsplit(".", 1)[-1] for f in findings] == ["event_loop_normal"]
+
+
+def test_what_a_validation_skipped_by_an_early_return_asserts_is_a_doubt(tmp_path: Path):
+    """The launcher validates only past `if cfg.model_path == "dummy": return`, a real mode:
+    with a dummy model elastic EP may run in the pipeline loop, so its branch stays walked.
+    But it runs there only in the mode the validation is skipped in, so the pipeline loop's
+    finding is low confidence and says which check and which early return; the normal loop,
+    whose facts imply nothing here, keeps its finding as it was."""
+    direct = "    def start():\n        validate(_CFG)\n"
+    skipped = (
+        "    def start():\n"
+        '        if _CFG.model_path == "dummy":\n'
+        "            return\n"
+        "        validate(_CFG)\n"
+    )
+    validated = _ELASTIC_EP_VALIDATED.replace(direct, skipped)
+    assert validated != _ELASTIC_EP_VALIDATED
+    _, result = _run(tmp_path, validated, {"rounds": ["*.event_loop_*"]})
+    by_round = {f.extra["round"].rsplit(".", 1)[-1]: f for f in result.findings}
+    assert sorted(by_round) == ["event_loop_normal", "event_loop_pp"]
+    assert by_round["event_loop_normal"].extra["confidence"] == "high"
+    doubted = by_round["event_loop_pp"]
+    assert doubted.extra["confidence"] == "low"
+    assert "model_path" in doubted.extra["confidence_note"]
+    assert "`validate`" in doubted.extra["confidence_note"]
+
+
+def test_a_validation_in_a_try_whose_handler_re_raises_still_holds(tmp_path: Path):
+    """`try: validate(cfg) except BaseException: mark_failed(); raise`: the launch goes on
+    only if the validation passed, so what it asserts holds in the round; a handler that
+    swallows the error leaves the launch going on without it."""
+    direct = "    def start():\n        validate(_CFG)\n"
+    re_raised = (
+        "    def start():\n"
+        "        try:\n"
+        "            validate(_CFG)\n"
+        "        except BaseException:\n"
+        "            _CFG.failed = True\n"
+        "            raise\n"
+        "        finally:\n"
+        "            _CFG.frozen = False\n"
+    )
+    validated = _ELASTIC_EP_VALIDATED.replace(direct, re_raised)
+    assert validated != _ELASTIC_EP_VALIDATED
+    findings = _assert_marked(tmp_path, validated, {"rounds": ["*.event_loop_*"]})
+    assert [f.extra["round"].rsplit(".", 1)[-1] for f in findings] == ["event_loop_normal"]
+    swallowed = validated.replace("            raise\n", "            pass\n")
+    _, result = _run(tmp_path, swallowed, {"rounds": ["*.event_loop_*"]})
+    rounds = sorted(f.extra["round"].rsplit(".", 1)[-1] for f in result.findings)
+    assert rounds == ["event_loop_normal", "event_loop_pp"]

@@ -24,6 +24,7 @@ class ProgramFacts(Protocol):
     stores: dict[str, frozenset[str]]
     reached: frozenset[str]
     flows: dict[str, FunctionFlow]  # the functions walked so far (callees first)
+    flags: dict[str, tuple[str, ...]]  # `roots.size_flags`
 
     def ret_params(self, function: str) -> dict[str, tuple[Step, ...]]: ...
 

@@ -29,6 +29,7 @@ from rankguard.analysis.uniformity.lattice import (
     Step,
     merge,
 )
+from rankguard.analysis.uniformity.roots import size_flags
 from rankguard.analysis.uniformity.transfer import Walker
 from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.model.program import Program
@@ -65,6 +66,7 @@ class UniformityFlow:
         self.calls = CollectiveCalls(program, reach, catalog)
         self.stores = _attribute_stores(program, catalog.feeders)
         self._globals = _module_globals(program)
+        self.flags = size_flags(program, catalog, self.calls)
         self.flows: dict[str, FunctionFlow] = {}
         for name in _callees_first(program):
             self.flows[name] = Walker(self, program.functions[name]).run()

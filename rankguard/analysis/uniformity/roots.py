@@ -13,15 +13,16 @@ it. A later broadcast over that group, from its first rank (no `src`, `src=0`, `
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rankguard.analysis.uniformity.collectives import CollectiveCalls
 from rankguard.analysis.uniformity.lattice import Env, Labels
 from rankguard.catalogs.rank_sources import RankSourceCatalog
+from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.conditions import Cond
-from rankguard.summary.ir import CALL, CallSite, Operand, Stmt
+from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Operand, Stmt, walk_statements
 
 _FIRST = frozenset({"ranks", "first_rank"})  # the group's first member names its root
 
@@ -35,7 +36,9 @@ class RootViews:
         calls: CollectiveCalls,
         record: FunctionRecord,
         over: Callable[[tuple[str, ...], int, str, str, Labels], Labels],
+        flags: Mapping[str, tuple[str, ...]],
     ) -> None:
+        self.flags = flags  # attributes set only to "some group has ranks" (`size_flags`)
         self.catalog = catalog
         self.calls = calls
         self.record = record
@@ -45,36 +48,22 @@ class RootViews:
     def alone(self, stmt: Stmt, taken: Env, skipped: Env) -> Env:
         """The locals on the side of `if <g>.world_size > 1:` that skips it: there the group
         has one rank, every rank is its root (it holds the root's view) and every value is
-        agreed over it (a tuple's items too; `tuples.py`). Any other `if`: the locals
-        unchanged."""
-        group = self._shared(stmt.cond)
-        if group is None:
+        agreed over it (a tuple's and a container's items too); so for each group of a disjunction
+        of such tests, or of a flag the program sets to one (`shared_groups`). Any other `if`:
+        the locals unchanged."""
+        groups = shared_groups(stmt.cond, self.catalog, self.calls, self.record, self.flags)
+        if not groups:
             return skipped
-        view = self.views.get(group, {})
+        view = self.views.get(groups[0], {}) if len(groups) == 1 else {}
         out = dict(skipped)
         for name, labels in skipped.items():
-            if "." in name or name.endswith(("[]", "#")) or taken.get(name) is labels:
+            if "." in name or name.endswith("#") or taken.get(name) is labels:
                 continue
             held = view.get(name)
             if held is not None and held[1] is labels:
                 labels = held[0]
-            out[name] = self.over((group,), stmt.line, name, f"alone:{name}", labels)
+            out[name] = self.over(groups, stmt.line, name, f"alone:{name}", labels)
         return out
-
-    def _shared(self, cond: Cond) -> str | None:
-        """The group `g` of a test `g.world_size > 1` (`!= 1`, `get_tp_world_size() > 1`)."""
-        if cond[:1] != ("cmp",) or tuple(cond[1]) not in ((">",), ("!=",)):
-            return None
-        left, right = cond[2]
-        if right != ("const", 1) or left[:1] not in (("ref",), ("call",)):
-            return None
-        segs = tuple(s for s in left[1] if s != CALL)
-        if not segs or not self.catalog.is_group_size(segs[-1]):
-            return None
-        owners = self.calls.ref_groups(self.record, left[1][:-1]) if len(segs) > 1 else set()
-        if len(owners) == 1:
-            return next(iter(owners))
-        return self.catalog.dimension_of_rank(segs)
 
     def branch(self, cond: Cond, taken: Env, joined: Env) -> None:
         """After `if cond:`: when only a group's root takes it, keep what it left."""
@@ -138,3 +127,52 @@ class RootViews:
 
 def _first(ref: Any) -> bool:
     return bool(_FIRST & set(ref))
+
+
+def shared_groups(
+    cond: Cond,
+    catalog: RankSourceCatalog,
+    calls: CollectiveCalls,
+    record: FunctionRecord,
+    flags: Mapping[str, tuple[str, ...]],
+) -> tuple[str, ...]:
+    """The groups a test says have more than one rank: `g.world_size > 1` (`!= 1`,
+    `get_tp_world_size() > 1`), a disjunction of such tests, or a flag (`flags`: attributes the
+    program only ever sets to one, `self.needs_sync = pp_size > 1 or tp_size > 1`); () when it
+    says anything else."""
+    if cond[:1] == ("or",):
+        parts = [shared_groups(part, catalog, calls, record, flags) for part in cond[1]]
+        return tuple(sorted({g for part in parts for g in part})) if all(parts) else ()
+    if cond[:1] == ("ref",) and cond[1]:
+        return flags.get(cond[1][-1], ())
+    if cond[:1] != ("cmp",) or tuple(cond[1]) not in ((">",), ("!=",)):
+        return ()
+    left, right = cond[2]
+    if right != ("const", 1) or left[:1] not in (("ref",), ("call",)):
+        return ()
+    segs = tuple(s for s in left[1] if s != CALL)
+    if not segs or not catalog.is_group_size(segs[-1]):
+        return ()
+    owners = calls.ref_groups(record, left[1][:-1]) if len(segs) > 1 else set()
+    dimension = next(iter(owners)) if len(owners) == 1 else catalog.dimension_of_rank(segs)
+    return (dimension,) if dimension else ()
+
+
+def size_flags(
+    program: Program, catalog: RankSourceCatalog, calls: CollectiveCalls
+) -> dict[str, tuple[str, ...]]:
+    """Attributes every store sets to a test that some groups have more than one rank, all to
+    the same groups (`self.needs_sync = pp_size > 1 or tp_size > 1`): skipping `if x.flag:`,
+    each of them has one rank."""
+    found: dict[str, set[tuple[str, ...]]] = {}
+    for record in program.functions.values():
+        for stmt in walk_statements(record.info.body):
+            if stmt.kind != "assign":
+                continue
+            for target in stmt.targets:
+                if len(target) < 2 or CALL in target or SUBSCRIPT in target:
+                    continue
+                alone = len(stmt.targets) == 1 and bool(stmt.tree)
+                groups = shared_groups(stmt.tree, catalog, calls, record, {}) if alone else ()
+                found.setdefault(target[-1], set()).add(groups)
+    return {name: next(iter(g)) for name, g in found.items() if len(g) == 1 and () not in g}

@@ -88,7 +88,7 @@ class Walker:
         self.results: dict[int, Labels] = {}  # what each call of the last statement gave
         # What a group's root holds: locals as a branch only the root takes left them.
         self.agreement = Agreement(flow.calls, flow.sources_catalog, record, self.out, self.step)
-        self.roots = RootViews(flow.sources_catalog, flow.calls, record, self.agreement.over)
+        self.roots = RootViews(self.catalog, flow.calls, record, self.agreement.over, flow.flags)
         self.sides = Sides(self.roots, flow.none_only)  # what reaches past an `if`
         self.tuples = TupleItems(self)  # a tuple's items, each with its own value
         self.callables = Callables(self)  # what a handed callable returns, per call site

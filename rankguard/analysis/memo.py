@@ -1,0 +1,94 @@
+"""Work a memo attribute caches: it runs while the attribute is unset, and sets it.
+
+Two shapes are a cache in serving code: an early return of the memo (`memo = getattr(args,
+"_config", None); if memo is not None: return memo; ...build...; args._config = built`) and a
+guarded build (`if self._tok is None: self._tok = load()`). What runs on the building side runs
+once per object that holds the memo (every round, if the object is the round's batch); it is
+still reported (the round it runs in stalls), marked cadenced like a `functools.cache` body. A
+test of an attribute the function never assigns is no cache: something else sets it, maybe
+every round."""
+
+from __future__ import annotations
+
+from rankguard.model.records import FunctionRecord
+from rankguard.summary.conditions import Cond
+from rankguard.summary.ir import CALL, SUBSCRIPT, Segs, Stmt, segs_text, walk_statements
+
+
+def past_return(record: FunctionRecord, stmt: Stmt) -> str | None:
+    """The cadence of what follows `if memo is not None: return memo`, if `stmt` is that."""
+    body = stmt.blocks[0] if stmt.kind == "if" and stmt.blocks else ()
+    if any(stmt.blocks[1:]) or not body or body[-1].kind != "return":
+        return None
+    return _cached(record, stmt, set_when=False)
+
+
+def building(record: FunctionRecord, stmt: Stmt) -> str | None:
+    """The cadence of the body of `if self._x is None: self._x = ...`, if `stmt` is that."""
+    if stmt.kind != "if" or not stmt.blocks:
+        return None
+    reason = _cached(record, stmt, set_when=True)
+    if reason is None:
+        return None
+    attribute = _attribute_of(record, _tested(stmt.cond, True) or ())
+    assigned = any(attribute in s.targets for s in walk_statements(stmt.blocks[0]))
+    return reason if assigned else None
+
+
+def _cached(record: FunctionRecord, stmt: Stmt, set_when: bool) -> str | None:
+    """`stmt` tests a memo attribute the function assigns, with its body on the side where the
+    memo is unset (`set_when`: `x is None`, `not x`) or set (`x is not None`, `x`)."""
+    tested = _tested(stmt.cond, set_when)
+    attribute = _attribute_of(record, tested) if tested else None
+    if attribute is None:
+        return None
+    body = record.info.body
+    writes = [s for s in walk_statements(body) if attribute in s.targets]
+    if not writes:
+        return None
+    where = f"{record.path}:{writes[0].line}"
+    held = segs_text(attribute)
+    return f"cached in `{held}`: runs while it is unset and sets it, once per object ({where})"
+
+
+def _tested(cond: Cond, unset: bool) -> Segs | None:
+    """The reference `cond` tests for being unset (`unset`) or set: `x is None`, `not x`
+    against `x is not None`, `x`."""
+    if not cond:
+        return None
+    if cond[0] == "not":
+        return _tested(cond[1], not unset)
+    if cond[0] == "ref":
+        return None if unset else cond[1]
+    if cond[0] == "cmp" and len(cond[1]) == 1 and cond[1][0] in ("is", "is not"):
+        left, right = cond[2]
+        if left[0] == "ref" and right == ("const", None):
+            return left[1] if (cond[1][0] == "is") is unset else None
+    return None
+
+
+def _attribute_of(record: FunctionRecord, segs: Segs) -> Segs | None:
+    """The attribute a tested reference is: itself (`self._tok`), or what a local read it
+    from (`memo = getattr(args, "_config", None)`, `memo = args._config`)."""
+    if CALL in segs or SUBSCRIPT in segs:
+        return None
+    if len(segs) >= 2:
+        return segs
+    sources = [
+        _read_attribute(s.tree)
+        for s in walk_statements(record.info.body)
+        if s.kind == "assign" and s.targets == (segs,)
+    ]
+    if len(sources) != 1 or sources[0] is None:
+        return None
+    return sources[0]
+
+
+def _read_attribute(tree: Cond) -> Segs | None:
+    if tree[0] == "ref" and len(tree[1]) >= 2 and CALL not in tree[1]:
+        return tree[1]
+    if tree[0] == "call" and tree[1] == ("getattr",) and len(tree[2]) >= 2:
+        owner, name = tree[2][0], tree[2][1]
+        if owner[0] == "ref" and name[0] == "const" and isinstance(name[1], str):
+            return (*owner[1], name[1])
+    return None
