@@ -8,8 +8,8 @@ one before a cadenced one) and only the facts all joined paths agree on.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 from rankguard.analysis.collectives import CollectiveSite
@@ -23,7 +23,7 @@ Guards = tuple[tuple[Cond, bool], ...]
 _R = TypeVar("_R")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BlockingCall:
     """One catalog call, with the chain from the function that holds it (innermost last)."""
 
@@ -79,7 +79,7 @@ class BlockingCall:
         }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Pair:
     """A blocking call and a collective it may delay; `chain` leads to the collective."""
 
@@ -96,7 +96,7 @@ class Pair:
         return Pair(self.blocking.below(hop, cadence), self.site, (hop, *self.chain), self.tail)
 
 
-@dataclass
+@dataclass(slots=True)
 class Summary:
     first: dict[CollectiveSite, tuple[Hop, ...]]
     pairs: dict[tuple[Key, CollectiveSite], Pair]
@@ -109,7 +109,7 @@ class Summary:
     writers: frozenset[tuple[str, bool]] = frozenset()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class State:
     """Never mutated: every transition builds a new one, so saved states stay valid."""
 
@@ -126,14 +126,37 @@ class State:
 
 
 def copied(record: _R, **changes: Any) -> _R:
-    """`dataclasses.replace` for the frozen records here (no slots, no `__post_init__`)
-    without re-running `__init__`: five times cheaper, and summaries are re-chained millions
-    of times on a large tree (every summary applied at every call site that enters it)."""
-    if not changes.keys() <= record.__dict__.keys():
-        raise TypeError(f"{type(record).__name__} has no field {sorted(changes)}")
-    new = object.__new__(type(record))
-    new.__dict__.update(record.__dict__, **changes)
-    return new
+    """`dataclasses.replace` for the slotted frozen records here (no `__post_init__`) without
+    running `__init__`: summaries are re-chained millions of times on a large tree (every
+    summary applied at every call site that enters it)."""
+    kind = type(record)
+    copy = _COPIERS.get(kind) or _copier(kind)
+    return copy(record, changes)
+
+
+_COPIERS: dict[type, Callable[[Any, dict[str, Any]], Any]] = {}
+
+
+def _copier(kind: type) -> Callable[[Any, dict[str, Any]], Any]:
+    """A copy function made for one record type, as `dataclasses` makes `__init__`: one
+    store per slot through its descriptor, unrolled (a loop over the fields cost twice as
+    much), then the changed fields."""
+    names = [f.name for f in fields(kind)]
+    scope: dict[str, Any] = {f"set_{n}": kind.__dict__[n].__set__ for n in names}
+    scope.update(kind=kind, new=object.__new__, put=object.__setattr__, names=frozenset(names))
+    lines = [
+        "def copy(record, changes):",
+        "    if not changes.keys() <= names:",
+        "        raise TypeError(f'{kind.__name__} has no field {sorted(changes.keys() - names)}')",
+        "    made = new(kind)",
+        *(f"    set_{n}(made, record.{n})" for n in names),
+        "    for name, value in changes.items():",
+        "        put(made, name, value)",
+        "    return made",
+    ]
+    exec("\n".join(lines), scope)  # our own text, as `dataclasses` makes `__init__`
+    copy = _COPIERS[kind] = scope["copy"]
+    return copy
 
 
 def merge(into: dict[Key, BlockingCall], more: Mapping[Key, BlockingCall]) -> None:

@@ -39,7 +39,7 @@ from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CallSite, walk_calls
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CollectiveSite:
     callee: str  # the primitive's qualified name
     kind: str  # collective | p2p

@@ -24,6 +24,7 @@ from rankguard.core.config import Config
 from rankguard.core.errors import ErrorRecord, InputError
 from rankguard.core.findings import Finding
 from rankguard.model.load import load_program, make_cache
+from rankguard.pipelines.collector import frozen
 from rankguard.pipelines.results_cache import (
     Results,
     kept_path,
@@ -123,26 +124,30 @@ def run_check(
         program = None
         if cached is None or options.report_unused_ignores:
             program = load_program(tree, cache)
+        del tree  # the files' bytes (35 MiB on sglang): the rules read sources from disk
         if cached is not None:
             part, program_errors, found = cached.check, cached.errors, cached.discovery
         else:
             assert program is not None
             # Opt-in until a warm check after an edit on sglang is seen to equal --no-cache
             # with both causes found fixed (benchmarks/README, fourth session).
-            keep = os.environ.get(KEEP_SUMMARIES) == "1"
-            kept = KeyedStore(kept_path(cache)) if keep else None
-            context = RuleContext(
-                program,
-                config,
-                {"include_round_tail": options.include_round_tail},
-                read_source=lambda rel, root=base: (root / rel).read_text("utf-8"),
-                kept=kept,
-            )
-            origin = config.source.as_posix() if config.source else target.root.as_posix()
-            found = require_rounds(program, config.rounds, lambda c=context: c.discovery, origin)
-            part = run_rules(program, config, chosen, context=context)
-            if kept is not None:
-                kept.close()
+            with frozen():  # the loaded model, out of the collector's scans
+                keep = os.environ.get(KEEP_SUMMARIES) == "1"
+                kept = KeyedStore(kept_path(cache)) if keep else None
+                context = RuleContext(
+                    program,
+                    config,
+                    {"include_round_tail": options.include_round_tail},
+                    read_source=lambda rel, root=base: (root / rel).read_text("utf-8"),
+                    kept=kept,
+                )
+                origin = config.source.as_posix() if config.source else target.root.as_posix()
+                found = require_rounds(
+                    program, config.rounds, lambda c=context: c.discovery, origin
+                )
+                part = run_rules(program, config, chosen, context=context)
+                if kept is not None:
+                    kept.close()
             program_errors = program.errors
             if not part.failures:  # a rule that raised is retried next run, not remembered
                 store_results(where, Results(part, None, program_errors, found))

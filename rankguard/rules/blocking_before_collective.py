@@ -176,6 +176,7 @@ class BlockingBeforeCollective(Rule):
                 grouped.setdefault(pair.blocking.key, []).append(pair)
             for pairs in grouped.values():
                 yield _finding(self.name, rnd.function.qualname, pairs)
+        analysis.forget_summaries()  # every round is walked; the next rules need only facts
 
 
 def _headline(pairs: list[Pair]) -> Pair:

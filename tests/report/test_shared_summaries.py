@@ -94,6 +94,14 @@ def test_no_program_outlives_its_side(
         return program
 
     monkeypatch.setattr(sides, "load_program", loading)
+    frozen: list[bool] = []
+    run_rules = sides.run_rules
+
+    def rules_run(*args: Any, **kwargs: Any) -> Any:
+        frozen.append(gc.get_freeze_count() > 0)  # the side's model is out of the scans
+        return run_rules(*args, **kwargs)
+
+    monkeypatch.setattr(sides, "run_rules", rules_run)
     alive: list[int] = []
     real = sides.load_side
 
@@ -107,6 +115,7 @@ def test_no_program_outlives_its_side(
     report = _report(repo, base, head, tmp_path, on_disk=False)
     gc.collect()
     assert len(programs) == 2 and alive == [0, 0]
+    assert frozen == [True, True] and gc.get_freeze_count() == 0
     assert not any(ref() for ref in programs)
     assert report.findings.new
 

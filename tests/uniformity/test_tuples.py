@@ -167,3 +167,15 @@ def test_a_tuple_kept_past_a_group_size_test(program_of) -> None:
         "count > 1",
     )
     assert run(program_of, "def get_tp_world_size():\n    return 2\n\n" + code) == []
+
+
+def test_a_conditional_of_tuples_gives_each_item_its_own_value(program_of) -> None:
+    # `(1, 0) if g is None else (g.size, rank)`: whichever side runs, the first item is a size;
+    # which side runs, only whether the group exists decides.
+    code = _unpacked(
+        "def size_rank(group):\n"
+        "    return (1, 0) if group is None else (group.size, get_attention_tp_rank())\n\n",
+        "size_rank(self.group)",
+        "            if local > 1:\n                dist.barrier(group=get_tp_group().cpu_group)\n",
+    )
+    assert lines(run(program_of, code)) == [code.count("\n")]

@@ -6,7 +6,9 @@ fb.local) = saved`) then gives every field what the most rank-local one held. So
 followed item by item where its items are known:
 
 - a tuple display (`(fb.count, fb.local)`, `(n, f(x))`): a reference, a constant or a call
-  item holds its own value, any other item what the whole display holds;
+  item holds its own value, any other item what the whole display holds; a conditional whose
+  sides are displays of one length (`(0, 1) if g is None else (g.rank, g.size)`): each item
+  what it holds on either side, and what the test reads (nothing when it tests existence);
 - a local bound to one (its items are kept in the environment beside its whole value, under
   `name#i`, and forgotten when it is bound again or a branch that joins did not bind it to a
   tuple of that length or to `None`, which holds no items);
@@ -25,8 +27,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rankguard.analysis.uniformity.lattice import MAX_STEPS, Env, Labels, Step, merge, through
+from rankguard.analysis.uniformity.lattice import (
+    MAX_STEPS,
+    Env,
+    Labels,
+    Step,
+    merge,
+    through,
+    union,
+)
 from rankguard.model.binding import bind
+from rankguard.summary.conditions import Cond
 from rankguard.summary.ir import SUBSCRIPT, CallSite, Stmt
 
 if TYPE_CHECKING:
@@ -79,20 +90,8 @@ class TupleItems:
         if not tree:
             return None
         kind = tree[0]
-        if kind == "tuple":
-            items: list[Labels] = []
-            for item in tree[1]:
-                if item[0] == "ref":
-                    items.append(self.w.ref(item[1], env, stmt.line))
-                elif item[0] == "const":
-                    items.append({})
-                elif item[0] == "call":
-                    call = next((c for c in stmt.calls if c.target == item[1]), None)
-                    found = self.w.results.get(id(call)) if call is not None else None
-                    items.append(whole if found is None else found)
-                else:
-                    items.append(whole)
-            return items
+        if kind in ("tuple", "if"):
+            return self._displayed(tree, stmt, env, whole)
         if kind == "ref" and len(tree[1]) == 1:
             name = tree[1][0]
             found = stored(name, env)
@@ -107,6 +106,42 @@ class TupleItems:
             call = next((c for c in reversed(stmt.calls) if c.target == tree[1]), None)
             return self._result(call) if call is not None else None
         return None
+
+    def _displayed(self, tree: Cond, stmt: Stmt, env: Env, whole: Labels) -> list[Labels] | None:
+        """A tuple display's items, or a conditional's whose sides are displays of one length
+        (each item holds what that item holds on either side, and what the test reads, unless
+        it only tests whether something exists)."""
+        if tree[0] == "if":
+            sides = [self._displayed(side, stmt, env, whole) for side in tree[2:4]]
+            if sides[0] is None or sides[1] is None or len(sides[0]) != len(sides[1]):
+                return None
+            test = self._test(tree[1], stmt, env, whole)
+            return [union((a, b, test)) for a, b in zip(sides[0], sides[1], strict=True)]
+        if tree[0] != "tuple":
+            return None
+        items: list[Labels] = []
+        for item in tree[1]:
+            if item[0] == "ref":
+                items.append(self.w.ref(item[1], env, stmt.line))
+            elif item[0] == "const":
+                items.append({})
+            elif item[0] == "call":
+                call = next((c for c in stmt.calls if c.target == item[1]), None)
+                found = self.w.results.get(id(call)) if call is not None else None
+                items.append(whole if found is None else found)
+            else:
+                items.append(whole)
+        return items
+
+    def _test(self, test: Cond, stmt: Stmt, env: Env, whole: Labels) -> Labels:
+        """What a conditional's test reads: a reference compared with `None` only tells
+        whether it exists; anything but references and constants, all the value holds."""
+        existence = test[:1] == ("cmp",) and tuple(test[1]) in (("is",), ("is not",))
+        if existence and ("const", None) in test[2]:
+            return {} if all(o[0] in ("ref", "const") for o in test[2]) else whole
+        if test[0] == "ref":
+            return self.w.ref(test[1], env, stmt.line)
+        return {} if test[0] == "const" else whole
 
     def _result(self, call: CallSite) -> list[Labels] | None:
         known = self._calls.get(id(call))

@@ -23,6 +23,7 @@ from rankguard.analysis.discovery import Discovery, require_rounds
 from rankguard.core.config import Config
 from rankguard.core.errors import ErrorRecord
 from rankguard.model.load import Shared, load_program
+from rankguard.pipelines.collector import frozen
 from rankguard.pipelines.report.findings import local_names
 from rankguard.pipelines.report.staleness import RowSource
 from rankguard.pipelines.results_cache import Results, load_results, results_path, store_results
@@ -92,8 +93,9 @@ def load_side(
     where = results_path(tree, cache, config, rules)
     results = load_results(where)
     if results is None or (staleness_source is not None and results.staleness is None):
-        check = run_rules(program, config, rules, context=context)
-        rows = staleness_source(context) if staleness_source is not None else None
+        with frozen():  # the loaded model, out of the collector's scans; thawed for freeing
+            check = run_rules(program, config, rules, context=context)
+            rows = staleness_source(context) if staleness_source is not None else None
         results = Results(check, rows, program.errors)
         if not check.failures:  # a rule that raised is retried next run, not remembered
             store_results(where, results)
