@@ -104,9 +104,7 @@ class Instances:
         if cls not in self._records:
             classes = [self.program.classes[c] for c in self.program.mro(cls)]
             records = [c for c in classes if _record(c)]
-            foreign = any(
-                b.rsplit(".", 1)[-1] not in _RECORD_BASES for c in classes for b in c.external_bases
-            )
+            foreign = _foreign(classes)
             own = any(m in c.methods for c in classes for m in CONSTRUCTORS)
             defaults: dict[str, Any] = {}
             for c in reversed(records):
@@ -146,21 +144,21 @@ class Instances:
         classes = [self.program.classes[c] for c in self.program.mro(cls)]
         if any("__new__" in c.methods for c in classes) or _metaclass(classes):
             return None
-        external = (b.rsplit(".", 1)[-1] for c in classes for b in c.external_bases)
-        return None if any(b not in _RECORD_BASES | {"object"} for b in external) else cls
+        return None if _foreign(classes) else cls
 
     def _classes(self, callee: FunctionRecord, element: Cond) -> frozenset[str] | None:
         """The classes a listed element names: program classes that decide `isinstance` by
         their bases alone, or a builtin. A class with a base outside the program (`abc.ABC`,
         whose `register` adds virtual subclasses; a runtime-checkable `Protocol`) or a
-        metaclass (whose `__instancecheck__` decides) decides nothing here."""
+        metaclass (whose `__instancecheck__` decides) decides nothing here; a record base
+        (`msgspec.Struct`) tests plainly."""
         if element[0] != "ref":
             return None
         classes = self.program.classes
         values = self.program.resolver.evaluate(callee, element[1])
         if values and all(v.kind == "class" and v.name in classes for v in values):
             mros = [[classes[c] for c in self.program.mro(v.name)] for v in values]
-            hooked = any(_metaclass(m) or any(c.external_bases for c in m) for m in mros)
+            hooked = any(_metaclass(m) or _foreign(m) for m in mros)
             return None if hooked else frozenset(v.name for v in values)
         name = element[1][0] if len(element[1]) == 1 else None
         if name in _BUILTINS or name == "object":
@@ -191,6 +189,14 @@ def _record(cls: ClassRecord) -> bool:
 
 def _metaclass(classes: Sequence[ClassRecord]) -> bool:
     return any(c.info.metaclass for c in classes)
+
+
+def _foreign(classes: Sequence[ClassRecord]) -> bool:
+    """A base outside the program other than a record's (`msgspec.Struct`, `NamedTuple`,
+    which construct and test plainly): it may define `__new__`, `__post_init__`, or be an
+    `abc.ABC` whose `register` makes virtual subclasses."""
+    external = (b.rsplit(".", 1)[-1] for c in classes for b in c.external_bases)
+    return any(b not in _RECORD_BASES | {"object"} for b in external)
 
 
 def _isinstance_tests(cond: Cond) -> Iterator[Cond]:
