@@ -129,8 +129,9 @@ def run_check(
             part, program_errors, found = cached.check, cached.errors, cached.discovery
         else:
             assert program is not None
-            # Opt-in until a warm check after an edit on sglang is seen to equal --no-cache
-            # with both causes found fixed (benchmarks/README, fourth session).
+            # Opt-in: a warm check after an edit on sglang equalled --no-cache at caa81b9
+            # (benchmarks/README, seventh session), but the walk's entry facts grew after
+            # (skipped validation, drained helpers, record fields) and were not re-checked.
             with frozen():  # the loaded model, out of the collector's scans
                 keep = os.environ.get(KEEP_SUMMARIES) == "1"
                 kept = KeyedStore(kept_path(cache)) if keep else None
