@@ -163,7 +163,10 @@ class Walk:
     def assume(self, state: State, cond: Cond, positive: bool) -> State:
         env = asserted(cond, positive, state.env, state.known, self.a.classify.placement.attribute)
         state = state if env is state.env else state.evolve(env=env)
-        facts = {c: v for c, v in assume(cond, positive).items() if pure(c)}
+        # What is known already stays as it is: `in_capture` known False and assumed falsy on
+        # one side would read as a disagreement where the sides join.
+        known = state.known
+        facts = {c: v for c, v in assume(cond, positive).items() if pure(c) and c not in known}
         if not facts:
             return state
         return state.evolve(known={**state.known, **facts})

@@ -348,3 +348,28 @@ def test_record_classes_from_outside_the_program_still_decide_isinstance(tmp_pat
         {"rounds": ["mod.loop", "mod.backing_loop"]},
     )
     assert {f.extra["round"] for f in findings} == {"mod.backing_loop"}
+
+
+def test_a_known_argument_survives_a_branch_that_tests_it_again(tmp_path: Path):
+    # `in_capture` is False from the call; the first `if` tests it again on one side only.
+    # Both sides still know it afterwards (the side that assumed `not in_capture` must not
+    # hold a vaguer "falsy" that the join then takes for a disagreement).
+    _assert_marked(
+        tmp_path,
+        """
+        def prepare(lens, busy, in_capture: bool = False):
+            if busy and lens is not None:
+                if in_capture:
+                    lens.zero_()
+                else:
+                    lens.add_(1)
+            if in_capture:
+                n = lens.cpu()
+
+        def loop(lens, busy):
+            while True:
+                prepare(lens, busy)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
