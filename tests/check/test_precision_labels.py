@@ -70,7 +70,7 @@ def test_false_findings_stay_gone(findings: list[dict], label: dict):  # noqa: F
     assert not reported(_blocking(findings), label), f"reported again: {label['why']}"
 
 
-@pytest.mark.parametrize("sample", ["after", "independent", "fourth", "fifth", "rerouted"])
+@pytest.mark.parametrize("sample", ["after", "independent", "fourth", "fifth", "rerouted", "sixth"])
 def test_labelled_precision_does_not_fall(findings: list[dict], sample: str):  # noqa: F811
     found = _blocking(findings)
     drawn = [
