@@ -1,4 +1,4 @@
-"""Draw a labelling sample of blocking findings, or score a labelled one.
+"""Draw a labelling sample of blocking findings, score a labelled one, or rescore them all.
 
 A sample is the N blocking findings with the smallest sha1(SALT + fingerprint) hex digest: stable
 across tool versions (a finding keeps its place while it keeps its fingerprint) and independent
@@ -7,8 +7,15 @@ salt each sample used ("13:" for `after`, "29:" for `independent`, "47:" for `fo
 
     python3 -m rankguard check SRC --config two.toml --format json > findings.json
     python3 benchmarks/precision_sample.py draw findings.json --salt 29: > sample.json
-    python3 benchmarks/precision_sample.py score tests/data/precision/sglang-0.5.23-blocking.json \
-        --sample independent
+    LABELS=tests/data/precision/sglang-0.5.23-blocking.json
+    python3 benchmarks/precision_sample.py score $LABELS --sample independent
+    python3 benchmarks/precision_sample.py rescore $LABELS findings.json
+
+`rescore` matches every label against a run as the opt-in acceptance test does (`site`,
+`reported`): per sample, the precision of the labels still reported, at each finding's current
+confidence; the true labels no longer reported and the gone false ones back; and a bound that
+counts a false label while its site is reported through any chain (a finding is one per site
+and round, shown with the first chain found, so a labelled chain can go while its site stays).
 """
 
 from __future__ import annotations
@@ -29,6 +36,71 @@ def draw(findings: list[dict], salt: str, size: int) -> list[dict]:
     return sorted(
         blocking, key=lambda f: hashlib.sha1((salt + f["fingerprint"]).encode()).hexdigest()
     )[:size]
+
+
+def site(item: dict) -> tuple[str, str, str, str]:
+    """(round, function, callee, text) of a finding or a label: its site, line-free. A true
+    label with `moved` is held at the earlier call named there."""
+    if "chain" in item:  # a finding
+        function, callee, text = (
+            item["chain"][-1]["function"],
+            item["blocking"]["callee"],
+            item["blocking"]["text"],
+        )
+        return (item["round"], function, callee, text)
+    text = item.get("moved", {}).get("text", item["text"])
+    return (item["round"], item["function"], item["callee"], text)
+
+
+def reported(found: list[dict], label: dict) -> bool:
+    """A true label by its site (its chain may change), a false one by its chain."""
+    if label["verdict"] == "true":
+        return any(site(f) == site(label) for f in found)
+    return any(f["fingerprint"] == label["fingerprint"] for f in found)
+
+
+def rescore(labels: list[dict], findings: list[dict], platform: str = "cuda") -> list[str]:
+    """Every sample's labels against one run (see the module's docstring)."""
+    found = [f for f in findings if f["rule"] == RULE]
+    sites: dict[tuple[str, str, str, str], list[dict]] = {}
+    for finding in found:
+        sites.setdefault(site(finding), []).append(finding)
+    chains = {f["fingerprint"]: f for f in found}
+    levels = ["low", "medium", "high"]
+    counts: dict[str, Counter] = {}
+    bound: dict[str, Counter] = {}
+    lost, back = [], []
+    for label in labels:
+        if platform not in label.get("platforms", [platform]):
+            continue
+        sample, true = label["sample"], label["verdict"] == "true"
+        hits = sites.get(site(label), []) if true else []
+        if not true and label["fingerprint"] in chains:
+            hits = [chains[label["fingerprint"]]]
+        if site(label) in sites or hits:
+            bound.setdefault(sample, Counter()).update(n=1, true=int(true))
+        if not hits:
+            if true:
+                lost.append(label["id"])
+            continue
+        if not true and not label["reported"]:
+            back.append(label["id"])
+        level = max((h["confidence"] for h in hits), key=levels.index)
+        for key in ("all", level):
+            counts.setdefault(sample, Counter()).update({f"{key} n": 1, f"{key} true": int(true)})
+    lines = []
+    for sample, count in counts.items():
+        parts = [
+            f"{key}: {count[key + ' true']}/{count[key + ' n']}"
+            for key in ("all", "high", "medium", "low")
+            if count[key + " n"]
+        ]
+        by_site = bound[sample]
+        parts.append(f"(by site: {by_site['true']}/{by_site['n']})")
+        lines.append(f"{sample}: " + "  ".join(parts))
+    lines.append(f"true labels no longer reported: {', '.join(lost) or 'none'}")
+    lines.append(f"gone false labels back: {', '.join(back) or 'none'}")
+    return lines
 
 
 def score(labels: list[dict]) -> list[str]:
@@ -53,12 +125,19 @@ def main(argv: list[str]) -> int:
     scoring = commands.add_parser("score", help="precision of one labelled sample")
     scoring.add_argument("labels", type=Path)
     scoring.add_argument("--sample", required=True)
+    rescoring = commands.add_parser("rescore", help="every sample's labels against a run")
+    rescoring.add_argument("labels", type=Path)
+    rescoring.add_argument("findings", type=Path)
     args = parser.parse_args(argv)
     if args.command == "draw":
         findings = json.loads(args.findings.read_text("utf-8"))["findings"]
         json.dump(draw(findings, args.salt, args.size), sys.stdout, indent=1)
         return 0
     labels = json.loads(args.labels.read_text("utf-8"))["labels"]
+    if args.command == "rescore":
+        findings = json.loads(args.findings.read_text("utf-8"))["findings"]
+        print("\n".join(rescore(labels, findings)))
+        return 0
     print("\n".join(score([item for item in labels if item["sample"] == args.sample])))
     return 0
 

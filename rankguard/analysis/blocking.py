@@ -65,6 +65,7 @@ from rankguard.analysis.receivers import Receivers
 from rankguard.analysis.results import ResultConditions
 from rankguard.analysis.rounds import Round
 from rankguard.analysis.single_rank import peer_facts
+from rankguard.analysis.stability import Stability
 from rankguard.catalogs.catalog import BlockingCatalog, CollectiveCatalog
 from rankguard.catalogs.platforms import Platforms, platform_catalog
 from rankguard.catalogs.rank_sources import rank_source_catalog
@@ -80,7 +81,7 @@ MemoKey = tuple[str, frozenset[tuple[Cond, Any]], frozenset[tuple[str, str]]]
 _T = TypeVar("_T")
 
 
-MemoShape = Callable[[FunctionRecord, Stmt], str | None]
+MemoShape = Callable[[FunctionRecord, Stmt, Stability], str | None]
 
 
 class BlockingAnalysis:
@@ -221,16 +222,12 @@ class BlockingAnalysis:
         # What is known wins: the normal loop's pp_size <= 1.
         return contradicts(cond, positive, {**ambient, **known} if ambient else known)
 
-    def memo(
-        self,
-        record: FunctionRecord,
-        stmt: Stmt,
-        shape: Callable[[FunctionRecord, Stmt], str | None],
-    ) -> str | None:
+    def memo(self, record: FunctionRecord, stmt: Stmt, shape: MemoShape) -> str | None:
         """`shape`'s memo cadence for `stmt` (`analysis.memo`), found once per statement."""
         key = (id(stmt), shape)
         if key not in self._memo_cadence:
-            self._memo_cadence[key] = shape(record, stmt) if stmt.kind == "if" else None
+            stability = self.context.stability
+            self._memo_cadence[key] = shape(record, stmt, stability) if stmt.kind == "if" else None
         return self._memo_cadence[key]
 
     def on_stack(self, name: str) -> bool:

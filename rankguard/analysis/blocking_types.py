@@ -60,6 +60,8 @@ class BlockingCall:
 
     @property
     def rank(self) -> tuple[bool, bool]:
+        """Lower is the better path to show: one that needs a round fact to change is less
+        likely than one that needs only a skipped validation, which a launch may do."""
         return (bool(self.doubt), bool(self.skipped))
 
     def below(self, hop: Hop, cadence: str | None) -> BlockingCall:

@@ -104,6 +104,8 @@ def after(blocking: BlockingCall | None, call: CallSite, quiet: bool, state: Sta
             return state
         if blocking.confidence == "high":
             return state.evolve(known={**state.known, DRAINED: True})
+        if len(call.target) == 1:
+            return state  # `int(sel.count)`: a count often sits on the host beside device data
         roots = _roots(call)
         if not roots:
             return state

@@ -22,26 +22,27 @@ from typing import Any
 
 from rankguard.analysis.context import passed_arguments
 from rankguard.analysis.precision import producer
-from rankguard.analysis.stability import Stability
+from rankguard.analysis.stability import CONSTRUCTORS, Stability
 from rankguard.model.facts import FALSY, TRUTHY, Cond
 from rankguard.model.program import Program
-from rankguard.model.records import FunctionRecord
-from rankguard.summary.ir import CALL, CallSite, walk_statements
+from rankguard.model.records import ClassRecord, FunctionRecord
+from rankguard.summary.ir import CALL, NOT_LITERAL, CallSite, Operand, walk_statements
 
 _ISINSTANCE = ("isinstance",)
 # Builtin classes no program class derives from unless it names a base outside the program.
 _BUILTINS = frozenset(("int", "float", "bool", "str", "bytes", "list", "dict", "tuple", "set"))
 
-_HOOKS = ("__instancecheck__", "__subclasshook__")
-# Bases whose classes are records: the constructor stores the fields it is given, and the
-# class's defaults for the rest (a program `@dataclass` is one too).
+# Bases outside the program whose classes are records: the constructor stores the fields it
+# is given, and the class's defaults for the rest (a program `@dataclass` is one too).
 _RECORD_BASES = frozenset(("Struct", "NamedTuple"))
-_CONSTRUCTORS = ("__init__", "__post_init__", "__new__")
 # (parameter, the test, the classes each listed element names; None: one the model cannot place)
 _Test = tuple[str, Cond, tuple[frozenset[str] | None, ...]]
 
 
 class Instances:
+    """Per program: the `isinstance` tests of each function on its parameters, and which
+    classes construct plainly enough to say what their instances are."""
+
     def __init__(self, program: Program, stability: Stability) -> None:
         self.program = program
         self.stability = stability
@@ -96,27 +97,29 @@ class Instances:
         return out
 
     def _defaults(self, cls: str) -> dict[str, Any] | None:
-        """A record class's literal field defaults (bases first, so a subclass's win), or
-        None where the class is no record whose constructor only stores its fields."""
+        """A record class's literal field defaults, or None where the class is no record
+        whose generated constructor only stores its fields. Fields come from the record
+        classes of its MRO, bases first, so a subclass's field (literal or not) hides its
+        base's; a plain subclass's class attribute is no field."""
         if cls not in self._records:
-            mro = self.program.mro(cls)
-            classes = [self.program.classes[c] for c in mro]
-            record = any(
-                any(d[-1] == "dataclass" for d in c.info.decorators)
-                or any(b.rsplit(".", 1)[-1] in _RECORD_BASES for b in c.external_bases)
-                for c in classes
-            ) and not any(m in c.methods for c in classes for m in _CONSTRUCTORS)
-            defaults = {}
-            for c in reversed(classes):
+            classes = [self.program.classes[c] for c in self.program.mro(cls)]
+            records = [c for c in classes if _record(c)]
+            foreign = _foreign(classes)
+            own = any(m in c.methods for c in classes for m in CONSTRUCTORS)
+            defaults: dict[str, Any] = {}
+            for c in reversed(records):
                 defaults.update(c.info.defaults)
-            self._records[cls] = defaults if record else None
+            plain = records and not foreign and not own and not _metaclass(classes)
+            found = {k: v for k, v in defaults.items() if v != NOT_LITERAL}
+            self._records[cls] = found if plain else None
         return self._records[cls]
 
     def tests(self, callee: FunctionRecord) -> tuple[_Test, ...]:
+        """`callee`'s `isinstance` tests on its parameters, each listed class placed once."""
         name = callee.qualname
         if name not in self._tests:
             params = {p.name for p in callee.info.params}
-            found = {}
+            found: dict[Cond, _Test] = {}
             for stmt in walk_statements(callee.info.body):
                 for cond in _isinstance_tests(stmt.cond):
                     param = cond[2][0][1][0]
@@ -126,29 +129,36 @@ class Instances:
             self._tests[name] = tuple(found.values())
         return self._tests[name]
 
-    def _constructed(self, caller: FunctionRecord, operand: Any) -> str | None:
-        """The class an argument that is one call's result alone is exactly an instance of."""
+    def _constructed(self, caller: FunctionRecord, operand: Operand) -> str | None:
+        """The class an argument that is one call's result alone is exactly an instance of:
+        not where `__new__` or a metaclass may hand back another class's object, nor where a
+        base outside the program (other than a record's) may."""
         if operand.ref or operand.const is not None or operand.reads or len(operand.calls) != 1:
             return None
         values = self.program.resolver.evaluate(caller, (*operand.calls[0], CALL))
         names = {v.name for v in values}
         exact = len(names) == 1 and all(v.kind == "instance" and v.via is None for v in values)
-        return next(iter(names)) if exact and next(iter(names)) in self.program.classes else None
+        cls = next(iter(names)) if exact else None
+        if cls is None or cls not in self.program.classes:
+            return None
+        classes = [self.program.classes[c] for c in self.program.mro(cls)]
+        if any("__new__" in c.methods for c in classes) or _metaclass(classes):
+            return None
+        return None if _foreign(classes) else cls
 
     def _classes(self, callee: FunctionRecord, element: Cond) -> frozenset[str] | None:
         """The classes a listed element names: program classes that decide `isinstance` by
-        their bases alone (no `__instancecheck__`/`__subclasshook__`), or a builtin."""
+        their bases alone, or a builtin. A class with a base outside the program (`abc.ABC`,
+        whose `register` adds virtual subclasses; a runtime-checkable `Protocol`) or a
+        metaclass (whose `__instancecheck__` decides) decides nothing here; a record base
+        (`msgspec.Struct`) tests plainly."""
         if element[0] != "ref":
             return None
         classes = self.program.classes
         values = self.program.resolver.evaluate(callee, element[1])
         if values and all(v.kind == "class" and v.name in classes for v in values):
-            hooked = any(
-                hook in classes[c].methods
-                for v in values
-                for c in self.program.mro(v.name)
-                for hook in _HOOKS
-            )
+            mros = [[classes[c] for c in self.program.mro(v.name)] for v in values]
+            hooked = any(_metaclass(m) or _foreign(m) for m in mros)
             return None if hooked else frozenset(v.name for v in values)
         name = element[1][0] if len(element[1]) == 1 else None
         if name in _BUILTINS or name == "object":
@@ -168,6 +178,25 @@ class Instances:
             elif external and names & _BUILTINS:
                 unknown = True  # `class Count(int)`: a base outside the program
         return None if unknown else False
+
+
+def _record(cls: ClassRecord) -> bool:
+    """A record class itself: a `@dataclass`, or one based on `msgspec.Struct`/`NamedTuple`."""
+    return any(d[-1] == "dataclass" for d in cls.info.decorators) or any(
+        b.rsplit(".", 1)[-1] in _RECORD_BASES for b in cls.external_bases
+    )
+
+
+def _metaclass(classes: Sequence[ClassRecord]) -> bool:
+    return any(c.info.metaclass for c in classes)
+
+
+def _foreign(classes: Sequence[ClassRecord]) -> bool:
+    """A base outside the program other than a record's (`msgspec.Struct`, `NamedTuple`,
+    which construct and test plainly): it may define `__new__`, `__post_init__`, or be an
+    `abc.ABC` whose `register` makes virtual subclasses."""
+    external = (b.rsplit(".", 1)[-1] for c in classes for b in c.external_bases)
+    return any(b not in _RECORD_BASES | {"object"} for b in external)
 
 
 def _isinstance_tests(cond: Cond) -> Iterator[Cond]:

@@ -10,45 +10,72 @@ every round."""
 
 from __future__ import annotations
 
+from rankguard.analysis.stability import SELF, Stability, class_of
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.conditions import Cond
 from rankguard.summary.ir import CALL, SUBSCRIPT, Segs, Stmt, segs_text, walk_statements
 
 
-def past_return(record: FunctionRecord, stmt: Stmt) -> str | None:
-    """The cadence of what follows `if memo is not None: return memo`, if `stmt` is that."""
+def past_return(record: FunctionRecord, stmt: Stmt, stability: Stability) -> str | None:
+    """The cadence of what follows `if memo is not None: return memo`, if `stmt` is that; the
+    return may sit under a test of the memo's key (`if built_from == path: return memo`), and
+    then what follows runs also when the key changed, which rebuilds and sets it too."""
     body = stmt.blocks[0] if stmt.kind == "if" and stmt.blocks else ()
-    if any(stmt.blocks[1:]) or not body or body[-1].kind != "return":
+    tested = _tested(stmt.cond, False)
+    returns = [s for s in walk_statements(body) if s.kind == "return"]
+    if any(stmt.blocks[1:]) or not returns or tested is None:
         return None
-    return _cached(record, stmt, set_when=False)
+    if any(s.tree != ("ref", tested) for s in returns):
+        return None  # `if self.paused: return`: a flag, not a memo handed back
+    return _cached(record, stmt, tested, stability)
 
 
-def building(record: FunctionRecord, stmt: Stmt) -> str | None:
+def building(record: FunctionRecord, stmt: Stmt, stability: Stability) -> str | None:
     """The cadence of the body of `if self._x is None: self._x = ...`, if `stmt` is that."""
-    if stmt.kind != "if" or not stmt.blocks:
-        return None
-    reason = _cached(record, stmt, set_when=True)
-    if reason is None:
-        return None
-    attribute = _attribute_of(record, _tested(stmt.cond, True) or ())
-    assigned = any(attribute in s.targets for s in walk_statements(stmt.blocks[0]))
-    return reason if assigned else None
-
-
-def _cached(record: FunctionRecord, stmt: Stmt, set_when: bool) -> str | None:
-    """`stmt` tests a memo attribute the function assigns, with its body on the side where the
-    memo is unset (`set_when`: `x is None`, `not x`) or set (`x is not None`, `x`)."""
-    tested = _tested(stmt.cond, set_when)
-    attribute = _attribute_of(record, tested) if tested else None
+    tested = _tested(stmt.cond, True) if stmt.kind == "if" and stmt.blocks else None
+    reason = _cached(record, stmt, tested, stability) if tested else None
+    attribute = _attribute_of(record, tested) if reason and tested else None
     if attribute is None:
         return None
-    body = record.info.body
-    writes = [s for s in walk_statements(body) if attribute in s.targets]
-    if not writes:
+    built = any(attribute in s.targets for s in walk_statements(stmt.blocks[0]))
+    return reason if built else None
+
+
+def _cached(record: FunctionRecord, stmt: Stmt, tested: Segs, stability: Stability) -> str | None:
+    """`tested` reads a memo attribute: of `self` or of a parameter (an object that outlives
+    the call), set to a value after `stmt` by this function, and unset by no other function
+    but constructors (one that resets it, maybe every round, makes it no cache)."""
+    attribute = _attribute_of(record, tested)
+    if attribute is None or len(attribute) != 2:
+        return None
+    root, name = attribute
+    if root != SELF and root not in {p.name for p in record.info.params}:
+        return None
+    writes = [
+        s
+        for s in walk_statements(record.info.body)
+        if attribute in s.targets and s.line > stmt.line and s.tree != ("const", None)
+    ]
+    owner = class_of(record) if root == SELF else None
+    if not writes or _reset_elsewhere(record, owner, name, stability):
         return None
     where = f"{record.path}:{writes[0].line}"
     held = segs_text(attribute)
     return f"cached in `{held}`: runs while it is unset and sets it, once per object ({where})"
+
+
+def _reset_elsewhere(
+    record: FunctionRecord, owner: str | None, name: str, stability: Stability
+) -> bool:
+    """Another function may unset the memo: it writes the attribute otherwise than by
+    assigning it a value (`= None`, `del`, `setattr`, a mutating call). Another that fills
+    it (a hook building the same cached object) leaves it a cache."""
+    for function in stability.writers(owner, name) - {record.qualname}:
+        body = stability.program.functions[function].info.body
+        sets = [s for s in walk_statements(body) if any(t[-1:] == (name,) for t in s.targets)]
+        if not sets or any(s.kind != "assign" or s.tree == ("const", None) for s in sets):
+            return True
+    return False
 
 
 def _tested(cond: Cond, unset: bool) -> Segs | None:

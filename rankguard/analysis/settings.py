@@ -69,14 +69,19 @@ class Settings:
         self._skippers: dict[str, dict[int, Stmt]] = {}
         self._derived: dict[frozenset[tuple[Cond, Any]], dict[Cond, Any]] = {}
 
-    def derive(self, known: Mapping[Cond, Any]) -> dict[Cond, Any]:
-        """Facts on settings (as the program reads them through getters) that the known ones
-        imply under the validation's asserts; only the new ones."""
+    def _start(self, known: Mapping[Cond, Any]) -> dict[Cond, Any]:
+        """The known facts that read settings, over `<setting>.name` refs."""
         start = {}
         for cond, value in known.items():
             canonical = self.canonical(cond)
             if canonical is not None:
                 start[canonical] = value
+        return start
+
+    def derive(self, known: Mapping[Cond, Any]) -> dict[Cond, Any]:
+        """Facts on settings (as the program reads them through getters) that the known ones
+        imply under the validation's asserts; only the new ones."""
+        start = self._start(known)
         if not start:
             return {}
         key = frozenset(start.items())
@@ -88,29 +93,27 @@ class Settings:
 
     def skippable(self, known: Mapping[Cond, Any]) -> Skippable | None:
         """What the checks the launcher runs only past an early return would add to `derive`
-        (`analysis.doubts`), with which checks and early returns; None if nothing."""
-        start = {}
-        for cond, value in known.items():
-            canonical = self.canonical(cond)
-            if canonical is not None:
-                start[canonical] = value
+        (`analysis.doubts`), with which checks and early returns; None if nothing. A check
+        is named only where it alone, with the trusted ones, gives some of those facts."""
+        start = self._start(known)
         skippable = self.implications(skippable=True)
         if not start or not skippable:
             return None
         trusted = self._close(complemented(start))
-        reasons: set[str] = set()
-        widened = self._close(dict(trusted), skippable, reasons)
-        added = self._materialise({c: v for c, v in widened.items() if c not in trusted}, start)
-        added = {c: v for c, v in added.items() if c not in known}
+
+        def adds(more: Sequence[tuple[Implication, str]]) -> dict[Cond, Any]:
+            widened = self._close(dict(trusted), more)
+            new = {c: v for c, v in widened.items() if c not in trusted}
+            return {c: v for c, v in self._materialise(new, start).items() if c not in known}
+
+        added = adds(skippable)
         if not added:
             return None
+        reasons = {why for one, why in skippable if adds([(one, why)]).keys() & added.keys()}
         return Skippable(tuple(sorted(added.items(), key=repr)), "; ".join(sorted(reasons)))
 
     def _close(
-        self,
-        settings: dict[Cond, Any],
-        more: Sequence[tuple[Implication, str]] = (),
-        used: set[str] | None = None,
+        self, settings: dict[Cond, Any], more: Sequence[tuple[Implication, str]] = ()
     ) -> dict[Cond, Any]:
         """Apply the implications until nothing new follows: forwards (premises hold, so the
         conclusion does) and backwards (the conclusion fails, every premise but one holds, so
@@ -118,7 +121,7 @@ class Settings:
         implications = [(i, "") for i in self.implications()] + list(more)
         for _ in range(_CHAIN_STEPS):
             added = False
-            for (premises, conclusion), reason in implications:
+            for (premises, conclusion), _ in implications:
                 held = [decided(c, settings) is side for c, side in premises]
                 if all(held):
                     if conclusion in settings or decided(conclusion, settings) is False:
@@ -128,14 +131,9 @@ class Settings:
                     added = True
                 elif held.count(False) == 1 and decided(conclusion, settings) is False:
                     cond, side = premises[held.index(False)]
-                    if decided(cond, settings) is not None:
-                        continue
-                    settings.update(complemented(assume(cond, not side)))
-                    added = True
-                else:
-                    continue
-                if reason and used is not None:
-                    used.add(reason)
+                    if decided(cond, settings) is None:
+                        settings.update(complemented(assume(cond, not side)))
+                        added = True
             if not added:
                 break
         return settings
@@ -160,7 +158,9 @@ class Settings:
     def implications(self, skippable: Literal[False] = ...) -> list[Implication]: ...
     @overload
     def implications(self, skippable: Literal[True]) -> list[tuple[Implication, str]]: ...
-    def implications(self, skippable: bool = False) -> list:
+    def implications(
+        self, skippable: bool = False
+    ) -> list[Implication] | list[tuple[Implication, str]]:
         """What the validation asserts wherever the launcher runs it; with `skippable`, what
         checks it runs only past an early return assert, each with why it may not run."""
         if self._implications is None or self._skippable is None:
@@ -184,22 +184,21 @@ class Settings:
         skipped = self._guarded.get(fn.qualname, "")
         if skipped is None:
             return  # what a function run only in some mode checks holds only in that mode
-        check = f"the start-up check in `{fn.info.qualname}` ({fn.path})"
-        skipped = skipped and f"{check} did not run: it runs only past {skipped}"
+        own = skipped and _skip_note(fn, skipped)
         for guards, check in _checks(fn.info.body, ()):
             for root in roots:
                 premises = tuple((_canonical(c, root), side) for c, side in guards)
                 conclusion = _canonical(check, root)
                 if conclusion is not None and all(c is not None for c, _ in premises):
-                    yield (premises, conclusion), skipped  # type: ignore[misc]
+                    yield (premises, conclusion), own  # type: ignore[misc]
         for resolved in self.program.calls.get(fn.qualname, ()):
             guards = self.guards(fn.qualname, resolved.call, past_returns=True)
-            early = self._skipped_by(fn.qualname, resolved.call)
-            why = skipped or (early and f"{check} did not run: it runs only past {early}")
+            early = skipped or self._skipped_by(fn.qualname, resolved.call)
             for target in resolved.targets:
                 callee = self.program.functions.get(target.name)
                 if callee is None or target.kind != "call" or guards is None:
                     continue
+                why = early and _skip_note(callee, early)
                 for root, param in _passed_roots(callee, resolved.call, roots):
                     premises = tuple((_canonical(c, root), side) for c, side in guards)
                     if not all(c is not None for c, _ in premises):
@@ -443,11 +442,21 @@ def _guard_map(
 
 def _completes_through(stmt: Stmt) -> tuple[int, ...]:
     """The blocks of a `try` that run whenever the function goes on past it: body, `else` and
-    `finally`, where every handler raises again (`except BaseException: mark(); raise`), so
-    no path goes on without them; none otherwise."""
+    `finally`, where every handler raises again (`except BaseException: mark(); raise`) and
+    the `finally` lets the exception go on (a `return`, `break` or `continue` there swallows
+    it), so no path goes on without them; none otherwise."""
     if stmt.kind != "try" or not all(_raises(handler) for handler in stmt.blocks[3:]):
         return ()
+    final = stmt.blocks[2] if len(stmt.blocks) > 2 else ()
+    if any(s.kind in ("return", "break", "continue") for s in walk_statements(final)):
+        return ()
     return (0, 1, 2)
+
+
+def _skip_note(check: FunctionRecord, early: str) -> str:
+    """Why a check may not have run: where it is, and the early return it runs past."""
+    where = f"the start-up check in `{check.info.qualname}` ({check.path})"
+    return f"{where} did not run: it runs only past {early}"
 
 
 def _whole(stmt: Stmt, call: CallSite) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from rankguard.summary.ir import OPAQUE, CallSite, Param, Segs
+from rankguard.summary.ir import NOT_LITERAL, OPAQUE, CallSite, Param, Segs
 from rankguard.summary.reads import default_text, is_literal, is_value_ref
 from rankguard.summary.references import annotation_ref, element_ref, reference
 
@@ -60,16 +60,41 @@ def params_of(a: ast.arguments) -> tuple[Param, ...]:
     return tuple(params)
 
 
+def class_attributes(node: ast.ClassDef) -> tuple[tuple[str, Segs], ...]:
+    """Class-level `name: T` (its annotation) and `name = T(...)` (what it calls)."""
+    out: list[tuple[str, Segs]] = []
+    for stmt in node.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            ann = annotation_ref(stmt.annotation)
+            if ann:
+                out.append((stmt.target.id, ann))
+        elif isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    out.append((target.id, ("()", *reference(stmt.value.func))))
+    return tuple(out)
+
+
 def literal_defaults(node: ast.ClassDef) -> tuple[tuple[str, Any], ...]:
-    """Class-level `name: T = literal` fields (None, a bool, number or string): what a
-    record's generated constructor stores where it is not given the field."""
+    """Every class-level annotated name with its literal default (None, a bool, number or
+    string): what a record's generated constructor stores where it is not given the field.
+    A field whose default is no literal (`field(default=x)`, `[]`) or that has none is kept
+    with `NOT_LITERAL`, so a subclass's such field hides its base's literal."""
     out = []
     for stmt in node.body:
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-            value = stmt.value.value if isinstance(stmt.value, ast.Constant) else ...
-            if value is None or isinstance(value, (bool, int, float, str)):
-                out.append((stmt.target.id, value))
+            literal = is_literal(stmt.value)
+            out.append((stmt.target.id, stmt.value.value if literal else NOT_LITERAL))  # type: ignore[union-attr]
     return tuple(out)
+
+
+def metaclass_of(node: ast.ClassDef) -> Segs:
+    """`class C(metaclass=M)`: M, whose `__call__` and `__instancecheck__` may make
+    `C(...)` and `isinstance(x, C)` mean anything; () when there is none."""
+    for keyword in node.keywords:
+        if keyword.arg == "metaclass":
+            return reference(keyword.value) or (OPAQUE,)
+    return ()
 
 
 def method_tables(node: ast.ClassDef) -> tuple[tuple[str, tuple[str, ...]], ...]:

@@ -16,10 +16,12 @@ from typing import Any
 from rankguard.summary.conditions import condition, with_items
 from rankguard.summary.definitions import (
     all_names,
+    class_attributes,
     class_body_names,
     exits_of,
     is_generator,
     literal_defaults,
+    metaclass_of,
     method_tables,
     params_of,
     yielded,
@@ -154,17 +156,7 @@ class _Builder:
 
     def klass(self, node: ast.ClassDef, scope: str) -> list[Stmt]:
         qualname = f"{scope}.{node.name}" if scope else node.name
-        attributes: list[tuple[str, Segs]] = []
         class_level: list[Stmt] = []
-        for stmt in node.body:
-            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-                ann = annotation_ref(stmt.annotation)
-                if ann:
-                    attributes.append((stmt.target.id, ann))
-            elif isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
-                for target in stmt.targets:
-                    if isinstance(target, ast.Name):
-                        attributes.append((target.id, ("()", *reference(stmt.value.func))))
         tables = method_tables(node)
         self._class_names.append(class_body_names(node))
         # Methods, nested classes and class-level statements alike: their definitions (and
@@ -180,9 +172,10 @@ class _Builder:
                 tuple(
                     reference(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list
                 ),
-                tuple(attributes),
+                class_attributes(node),
                 tables,
                 literal_defaults(node),
+                metaclass_of(node),
             )
         )
         # Class bodies run at import time, with the module's code.

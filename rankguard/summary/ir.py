@@ -159,6 +159,9 @@ class FunctionInfo:
         return bool(self.cls) and not self.decorated("staticmethod")
 
 
+NOT_LITERAL = ("<not a literal>",)  # a field default no literal gives (no literal is a tuple)
+
+
 @dataclass(slots=True)
 class ClassInfo:
     qualname: str
@@ -169,9 +172,10 @@ class ClassInfo:
     attributes: tuple[tuple[str, Segs], ...] = ()  # class-level `name: T` / `name = T(...)`
     # Class-level tables of the class's own methods: `_MAP = {Kind: _handle_kind, ...}`.
     tables: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    # Class-level literal defaults, `req: Optional[Req] = None`: a record's field where its
-    # constructor leaves it out.
+    # Class-level annotated names with their literal defaults (`req: Optional[Req] = None`), or
+    # NOT_LITERAL: a record's field where its constructor leaves it out.
     defaults: tuple[tuple[str, Any], ...] = ()
+    metaclass: Segs = ()  # `metaclass=M`, () when none is named
 
 
 @dataclass(slots=True)

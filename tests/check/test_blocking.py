@@ -438,6 +438,16 @@ def test_work_a_memo_attribute_caches_is_marked_cadenced(tmp_path: Path):
             args._config = built
             return built
 
+        def keyed_config_of(args):
+            memo = args._keyed
+            if memo is not None:
+                if args._key == args.path:
+                    return memo
+            built = open("keyed")  # expect
+            args._keyed = built
+            args._key = args.path
+            return built
+
         class S:
             def tokenizer(self):
                 if self._tok is None:
@@ -447,6 +457,7 @@ def test_work_a_memo_attribute_caches_is_marked_cadenced(tmp_path: Path):
             def event_loop(self, args):
                 while True:
                     config_of(args)
+                    keyed_config_of(args)
                     self.tokenizer()
                     if self._other is None:
                         subprocess.run(["other"])  # expect
@@ -456,6 +467,7 @@ def test_work_a_memo_attribute_caches_is_marked_cadenced(tmp_path: Path):
     cadence = {f.extra["blocking"]["text"]: f.extra["cadence"] for f in findings}
     assert "args._config" in cadence["open('cfg')"]
     assert "self._tok" in cadence["open('tok')"]
+    assert "args._keyed" in cadence["open('keyed')"]
     assert cadence["subprocess.run(['other'])"] is None
 
 

@@ -316,3 +316,35 @@ def test_a_params_record_the_call_constructs_has_its_defaults_in_the_callee(tmp_
         {"rounds": ["mod.loop", "mod.admitting_loop"]},
     )
     assert {f.extra["round"] for f in findings} == {"mod.admitting_loop"}
+
+
+def test_record_classes_from_outside_the_program_still_decide_isinstance(tmp_path: Path):
+    # `msgspec.Struct` subclasses construct and test as plain classes do.
+    findings = _assert_marked(
+        tmp_path,
+        """
+        import msgspec
+
+        class Free(msgspec.Struct, frozen=True):
+            pages: list
+
+        class Backup(msgspec.Struct, frozen=True):
+            node: int
+
+        def apply(action):
+            if isinstance(action, Backup):
+                time.sleep(1)  # expect
+
+        def loop(pages):
+            while True:
+                apply(Free(pages=pages))
+                dist.barrier()
+
+        def backing_loop(node):
+            while True:
+                apply(Backup(node=node))
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop", "mod.backing_loop"]},
+    )
+    assert {f.extra["round"] for f in findings} == {"mod.backing_loop"}

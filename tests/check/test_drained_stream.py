@@ -180,10 +180,11 @@ def test_helpers_and_records_that_launch_nothing_keep_the_queue_drained(tmp_path
     )
 
 
-def test_a_builtin_read_of_an_annotated_tensor_is_the_sync(tmp_path: Path):
-    # `int(sel.survivors)` reads a tensor (by the field's annotation) of unknown placement:
-    # it is the sync, at medium confidence, and the object's other tensors read right after
-    # it find the queue drained. `int()` of what is not known to be a tensor reads nothing.
+def test_a_builtin_read_of_an_annotated_tensor_is_a_sync(tmp_path: Path):
+    # `int(sel.survivors)` reads a tensor (by the field's annotation) of unknown placement: a
+    # sync, at medium confidence. It does not drain the object's other tensors: a count is
+    # often kept on the host beside device data, so `sel.tokens` may still wait. `int()` of
+    # what is not known to be a tensor reads nothing.
     _assert_marked(
         tmp_path,
         """
@@ -195,7 +196,7 @@ def test_a_builtin_read_of_an_annotated_tensor_is_the_sync(tmp_path: Path):
         def commit(sel: Select):
             n = int(sel.survivors)  # expect
             w = int(sel.width)
-            tokens = sel.tokens[:n].tolist()
+            tokens = sel.tokens[:n].tolist()  # expect
 
         def loop(sel: Select, flag):
             while True:
@@ -209,8 +210,9 @@ def test_a_builtin_read_of_an_annotated_tensor_is_the_sync(tmp_path: Path):
 
 def test_a_helper_called_right_after_a_sure_sync_finds_the_queue_drained(tmp_path: Path):
     # `consume` runs only right after a sync with nothing launched between: its own sync
-    # finds the queue empty. `consume_late` runs after an operator queued work: its sync
-    # waits. Where the caller's sync was of unknown placement, nothing is handed on.
+    # finds the queue empty. `consume_computed` is handed what an operator computes on the
+    # way in, and `consume_late` runs after an operator queued work: their syncs wait. Where
+    # the caller's sync was of unknown placement, nothing is handed on.
     _assert_marked(
         tmp_path,
         """
@@ -220,6 +222,9 @@ def test_a_helper_called_right_after_a_sure_sync_finds_the_queue_drained(tmp_pat
         def consume_late(ids):
             return ids.tolist()  # expect
 
+        def consume_computed(ids):
+            return ids.tolist()  # expect
+
         def consume_unsure(ids):
             return ids.tolist()  # expect
 
@@ -227,6 +232,7 @@ def test_a_helper_called_right_after_a_sure_sync_finds_the_queue_drained(tmp_pat
             a = torch.ones(n, device="cuda")
             la = a.tolist()  # expect
             consume(a)
+            consume_computed(a * 2)
             b = a * 2
             consume_late(b)
             lens = out.lengths.tolist()  # expect

@@ -630,6 +630,16 @@ _ELASTIC_EP_VALIDATED = """
 """ + _two_loops("Runner", "runner", "forward", getter="get_exec")
 
 
+_DIRECT_START = "    def start():\n        validate(_CFG)\n"
+
+
+def _started(start: str) -> str:
+    """The elastic-EP program with its launcher's `start()` replaced."""
+    validated = _ELASTIC_EP_VALIDATED.replace(_DIRECT_START, start)
+    assert validated != _ELASTIC_EP_VALIDATED
+    return validated
+
+
 def test_what_the_validation_asserts_holds_backwards_too(tmp_path: Path):
     """`if cfg.elastic_ep_backend is not None: assert cfg.pp_size == 1`: the pipeline loop
     (`pp_size > 1`) therefore runs without elastic EP, which a runner reads through a getter
@@ -721,9 +731,7 @@ def test_a_validation_step_run_through_a_local_copy_of_a_parameter(tmp_path: Pat
     """`step = builtin; ...; step(server_args)`: the local holds what the parameter does, so
     the validation function a launcher hands to its hook runner is called there, and what it
     asserts holds in the round as if it were called directly."""
-    direct = "    def start():\n        validate(_CFG)\n"
-    validated = _ELASTIC_EP_VALIDATED.replace(direct, _RUN_HOOK)
-    assert validated != _ELASTIC_EP_VALIDATED
+    validated = _started(_RUN_HOOK)
     findings = _assert_marked(tmp_path, validated, {"rounds": ["*.event_loop_*"]})
     assert [f.extra["round"].rsplit(".", 1)[-1] for f in findings] == ["event_loop_normal"]
 
@@ -763,8 +771,7 @@ def test_a_hook_runner_run_under_a_condition_elsewhere_still_runs_this_step(tmp_
         "        pass\n",
     )
     assert guarded_too != _RUN_HOOK
-    direct = "    def start():\n        validate(_CFG)\n"
-    validated = _ELASTIC_EP_VALIDATED.replace(direct, guarded_too)
+    validated = _started(guarded_too)
     findings = _assert_marked(tmp_path, validated, {"rounds": ["*.event_loop_*"]})
     assert [f.extra["round"].rsplit(".", 1)[-1] for f in findings] == ["event_loop_normal"]
 
@@ -775,15 +782,13 @@ def test_what_a_validation_skipped_by_an_early_return_asserts_is_a_doubt(tmp_pat
     But it runs there only in the mode the validation is skipped in, so the pipeline loop's
     finding is low confidence and says which check and which early return; the normal loop,
     whose facts imply nothing here, keeps its finding as it was."""
-    direct = "    def start():\n        validate(_CFG)\n"
     skipped = (
         "    def start():\n"
         '        if _CFG.model_path == "dummy":\n'
         "            return\n"
         "        validate(_CFG)\n"
     )
-    validated = _ELASTIC_EP_VALIDATED.replace(direct, skipped)
-    assert validated != _ELASTIC_EP_VALIDATED
+    validated = _started(skipped)
     _, result = _run(tmp_path, validated, {"rounds": ["*.event_loop_*"]})
     by_round = {f.extra["round"].rsplit(".", 1)[-1]: f for f in result.findings}
     assert sorted(by_round) == ["event_loop_normal", "event_loop_pp"]
@@ -798,7 +803,6 @@ def test_a_validation_in_a_try_whose_handler_re_raises_still_holds(tmp_path: Pat
     """`try: validate(cfg) except BaseException: mark_failed(); raise`: the launch goes on
     only if the validation passed, so what it asserts holds in the round; a handler that
     swallows the error leaves the launch going on without it."""
-    direct = "    def start():\n        validate(_CFG)\n"
     re_raised = (
         "    def start():\n"
         "        try:\n"
@@ -809,11 +813,49 @@ def test_a_validation_in_a_try_whose_handler_re_raises_still_holds(tmp_path: Pat
         "        finally:\n"
         "            _CFG.frozen = False\n"
     )
-    validated = _ELASTIC_EP_VALIDATED.replace(direct, re_raised)
-    assert validated != _ELASTIC_EP_VALIDATED
+    validated = _started(re_raised)
     findings = _assert_marked(tmp_path, validated, {"rounds": ["*.event_loop_*"]})
     assert [f.extra["round"].rsplit(".", 1)[-1] for f in findings] == ["event_loop_normal"]
     swallowed = validated.replace("            raise\n", "            pass\n")
     _, result = _run(tmp_path, swallowed, {"rounds": ["*.event_loop_*"]})
+    rounds = sorted(f.extra["round"].rsplit(".", 1)[-1] for f in result.findings)
+    assert rounds == ["event_loop_normal", "event_loop_pp"]
+
+
+def test_a_skipped_check_reached_through_a_helper_is_named_by_the_helper(tmp_path: Path):
+    """`validate` returns early for a dummy model before it calls `check_pp`, whose opening
+    assert is the implication: the note names `check_pp` and the early return."""
+    code = _ELASTIC_EP_VALIDATED.replace(
+        "    def validate(cfg):\n"
+        "        if cfg.elastic_ep_backend is not None:\n"
+        '            assert cfg.pp_size == 1, "PP size should be 1 under elastic EP"\n',
+        "    def validate(cfg):\n"
+        "        assert cfg.tp_size >= 1\n"
+        '        if cfg.model_path == "dummy":\n'
+        "            return\n"
+        "        if cfg.elastic_ep_backend is not None:\n"
+        "            check_pp(cfg)\n"
+        "\n"
+        "    def check_pp(cfg):\n"
+        '        assert cfg.pp_size == 1, "PP size should be 1 under elastic EP"\n',
+    )
+    assert "check_pp" in code
+    _, result = _run(tmp_path, code, {"rounds": ["*.event_loop_*"]})
+    notes = [f.extra["confidence_note"] for f in result.findings if f.extra["confidence"] == "low"]
+    assert len(notes) == 1
+    assert "`check_pp`" in notes[0] and "model_path" in notes[0]
+
+
+def test_a_finally_that_returns_swallows_the_failed_validation(tmp_path: Path):
+    """`try: validate(cfg) finally: return`: a failed validation is dropped and the launch
+    goes on, so nothing it asserts holds."""
+    swallowing = (
+        "    def start():\n"
+        "        try:\n"
+        "            validate(_CFG)\n"
+        "        finally:\n"
+        "            return\n"
+    )
+    _, result = _run(tmp_path, _started(swallowing), {"rounds": ["*.event_loop_*"]})
     rounds = sorted(f.extra["round"].rsplit(".", 1)[-1] for f in result.findings)
     assert rounds == ["event_loop_normal", "event_loop_pp"]

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.precision_sample import reported, site
 from tests.check.test_acceptance_sglang import findings, pytestmark  # noqa: F401
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "precision"
@@ -39,26 +40,8 @@ LABELS = json.loads((DATA / "sglang-0.5.23-blocking.json").read_text("utf-8"))["
 RUN_PLATFORM = "cuda"  # the acceptance run's config leaves `platforms` at its default
 
 
-def _site(item: dict) -> tuple[str, str, str, str]:
-    if "chain" in item:  # a finding
-        function, callee, text = (
-            item["chain"][-1]["function"],
-            item["blocking"]["callee"],
-            item["blocking"]["text"],
-        )
-        return (item["round"], function, callee, text)
-    text = item.get("moved", {}).get("text", item["text"])
-    return (item["round"], item["function"], item["callee"], text)
-
-
 def _blocking(found: list[dict]) -> list[dict]:
     return [f for f in found if f["rule"] == "blocking-before-collective"]
-
-
-def _reported(found: list[dict], label: dict) -> bool:
-    if label["verdict"] == "true":
-        return any(_site(f) == _site(label) for f in found)
-    return any(f["fingerprint"] == label["fingerprint"] for f in found)
 
 
 @pytest.mark.parametrize(
@@ -71,7 +54,7 @@ def _reported(found: list[dict], label: dict) -> bool:
     ids=lambda item: item["id"],
 )
 def test_true_findings_stay(findings: list[dict], label: dict):  # noqa: F811
-    hits = [f for f in _blocking(findings) if _site(f) == _site(label)]
+    hits = [f for f in _blocking(findings) if site(f) == site(label)]
     assert hits, f"labelled true but no longer reported: {label['why']}"
     paired = {(c["callee"], c["path"]) for f in hits for c in f["collectives"]}
     real = (label["collective"]["callee"], label["collective"]["path"])
@@ -84,7 +67,7 @@ def test_true_findings_stay(findings: list[dict], label: dict):  # noqa: F811
     ids=lambda item: item["id"],
 )
 def test_false_findings_stay_gone(findings: list[dict], label: dict):  # noqa: F811
-    assert not _reported(_blocking(findings), label), f"reported again: {label['why']}"
+    assert not reported(_blocking(findings), label), f"reported again: {label['why']}"
 
 
 @pytest.mark.parametrize("sample", ["after", "independent", "fourth", "fifth", "rerouted"])
@@ -96,7 +79,7 @@ def test_labelled_precision_does_not_fall(findings: list[dict], sample: str):  #
         if item["sample"] == sample and RUN_PLATFORM in item.get("platforms", [RUN_PLATFORM])
     ]
     recorded = [item for item in drawn if item["reported"]]
-    now = [item for item in drawn if _reported(found, item)]
+    now = [item for item in drawn if reported(found, item)]
 
     def precision(items: list[dict]) -> float:
         return sum(item["verdict"] == "true" for item in items) / max(len(items), 1)
