@@ -179,3 +179,83 @@ def test_a_conditional_of_tuples_gives_each_item_its_own_value(program_of) -> No
         "            if local > 1:\n                dist.barrier(group=get_tp_group().cpu_group)\n",
     )
     assert lines(run(program_of, code)) == [code.count("\n")]
+
+
+def _concatenated(test: str) -> str:
+    """sglang's late-layer switch builds its saved state in two parts: `saved = (fb.count,)`
+    then `saved = saved + (fb.local,)`; `+` of two tuples is their items, in order."""
+    return _save_restore(test).replace(
+        "    saved = (fb.count, fb.local)\n",
+        "    saved = (fb.count,)\n    saved = saved + (fb.local,)\n",
+    )
+
+
+def test_a_concatenated_tuple_keeps_each_item_its_own_value(program_of) -> None:
+    code = _concatenated("fb.count > 1")
+    assert "saved + (fb.local,)" in code
+    assert run(program_of, code) == []
+
+
+def test_the_rank_local_item_of_a_concatenated_tuple_still_varies(program_of) -> None:
+    code = _concatenated("fb.local > 1")
+    assert lines(run(program_of, code)) == [code.count("\n")]
+
+
+def test_a_tuple_plus_what_is_not_a_known_tuple_is_taken_whole(program_of) -> None:
+    """`saved + extra` with `extra` a parameter: its length is not known, so nor are the
+    items' places."""
+    code = _save_restore("fb.count > 1").replace(
+        "def enter(fb: Batch, counts):\n    saved = (fb.count, fb.local)\n",
+        "def enter(fb: Batch, counts, extra=()):\n    saved = (fb.count,) + extra\n",
+    )
+    code = code.replace("saved = enter(fb, 3)", "saved = enter(fb, 3, (get_attention_tp_rank(),))")
+    assert lines(run(program_of, code)) == [code.count("\n")]
+
+
+def _kept_on_self(test: str, other_store: str = "") -> str:
+    """sglang's graph runner keeps the saved tuple on itself between two eager breaks:
+    `self.saved = enter(fb)` ... `saved = self.saved; self.saved = None; leave(fb, saved)`."""
+    return BATCH + (
+        "def enter(fb: Batch, counts):\n"
+        "    saved = (fb.count, fb.local)\n"
+        "    fb.count = counts\n"
+        "    fb.local = get_attention_tp_rank()\n"
+        "    return saved\n\n"
+        "def leave(fb: Batch, saved):\n"
+        "    (fb.count, fb.local) = saved\n\n"
+        "class S:\n"
+        "    def __init__(self):\n"
+        "        self.saved = None\n\n"
+        "    def open(self, fb: Batch):\n"
+        "        self.saved = enter(fb, 3)\n\n"
+        "    def close(self, fb: Batch):\n"
+        "        saved = self.saved\n"
+        "        self.saved = None\n"
+        "        leave(fb, saved)\n\n"
+        f"{other_store}"
+        "    def event_loop(self):\n"
+        "        while True:\n"
+        "            fb = Batch()\n"
+        "            self.open(fb)\n"
+        "            self.close(fb)\n"
+        f"            if {test}:\n"
+        "                dist.barrier(group=get_tp_group().cpu_group)\n"
+    )
+
+
+def test_a_tuple_kept_on_an_attribute_keeps_each_item_its_own_value(program_of) -> None:
+    assert run(program_of, _kept_on_self("fb.count > 1")) == []
+
+
+def test_the_rank_local_item_kept_on_an_attribute_still_varies(program_of) -> None:
+    code = _kept_on_self("fb.local > 1")
+    assert lines(run(program_of, code)) == [code.count("\n")]
+
+
+def test_an_attribute_some_store_sets_whole_is_unpacked_whole(program_of) -> None:
+    """Another store puts a value whose items are not known: every place may hold it."""
+    code = _kept_on_self(
+        "fb.count > 1",
+        "    def reset(self):\n        self.saved = [get_attention_tp_rank()] * 2\n\n",
+    )
+    assert lines(run(program_of, code)) == [code.count("\n")]

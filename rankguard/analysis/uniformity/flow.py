@@ -90,8 +90,9 @@ class UniformityFlow:
         flow = self.flows.get(function)
         return flow.ret_items if flow is not None and flow.ret_arity > 0 else None
 
-    def unpacks(self, function: str) -> set[str] | None:
-        """The parameters `function` unpacks item by item; None when not walked yet."""
+    def unpacks(self, function: str) -> dict[str, int] | None:
+        """The parameters `function` unpacks item by item, each into how many targets at most;
+        None when not walked yet."""
         flow = self.flows.get(function)
         return flow.unpacked if flow is not None else None
 

@@ -149,10 +149,11 @@ class FunctionFlow:
     seeds: dict[str, Labels] = field(default_factory=dict)  # generator -> what seeds it here
     none_only: bool = False  # its decided answer is only whether it returned `None`
     # `tuples.py`: every return gives a tuple of `ret_arity` known items (0: none seen, -1: not
-    # so), the own parameters each item holds, and the parameters it unpacks.
+    # so), the own parameters each item holds, and the parameters it unpacks (into how many
+    # targets at most).
     ret_arity: int = 0
     ret_items: list[dict[str, tuple[Step, ...]]] = field(default_factory=list)
-    unpacked: set[str] = field(default_factory=set)
+    unpacked: dict[str, int] = field(default_factory=dict)
 
     def flow(self, node: Node, labels: Labels) -> None:
         if labels:

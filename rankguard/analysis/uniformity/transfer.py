@@ -45,7 +45,7 @@ from rankguard.analysis.uniformity.lattice import (
 )
 from rankguard.analysis.uniformity.relays import Relays
 from rankguard.analysis.uniformity.roots import RootViews
-from rankguard.analysis.uniformity.tuples import TupleItems, forget
+from rankguard.analysis.uniformity.tuples import Items, TupleItems, forget
 from rankguard.model.binding import bind
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import (
@@ -449,24 +449,24 @@ class Walker:
     def assign(self, stmt: Stmt, labels: Labels, env: Env) -> None:
         names = ", ".join(segs_text(t) for t in stmt.targets)
         shape = stmt.value
-        if shape and shape[0] == "call":
-            text = f"{names} = {segs_text(shape[1])}()"
-        elif shape and shape[0] == "ref":
-            text = f"{names} = {segs_text(shape[1])}"
-        else:
-            text = f"{names} = …"
-        step = self.step(stmt.line, text)
+        read = segs_text(shape[1]) if shape and shape[0] in ("call", "ref") else "…"
+        called = "()" if shape and shape[0] == "call" else ""
+        step = self.step(stmt.line, f"{names} = {read}{called}")
         unpacked = self.tuples.unpack(stmt, env, labels)
         if unpacked is not None:  # item by item (`tuples.py`)
             for target, item in zip(stmt.targets, unpacked, strict=True):
                 self.bind((target,), through(item, step), env)
             return
         items = self.tuples.of_value(stmt, env, labels) if len(stmt.targets) == 1 else None
-        self.bind(stmt.targets, through(labels, step), env)
-        self.tuples.keep(stmt, items, env)
+        kept = None if items is None else [through(item, step) for item in items]
+        self.bind(stmt.targets, through(labels, step), env, kept)
+        self.tuples.keep(stmt, items, env, labels)
 
-    def bind(self, targets: tuple[Segs, ...], labels: Labels, env: Env) -> None:
-        """Store `labels` into each target; `x[k] = v` and feeds (`x[]`) go to x's items."""
+    def bind(
+        self, targets: tuple[Segs, ...], labels: Labels, env: Env, items: Items = None
+    ) -> None:
+        """Store `labels` into each target; `x[k] = v` and feeds (`x[]`) go to x's items; an
+        attribute keeps a tuple's `items` apart (`TupleItems.store`)."""
         for target in targets:
             if not target or target[0] in (OPAQUE, "<str>"):
                 continue
@@ -497,4 +497,4 @@ class Walker:
                         self.out.flow(("items", value.name, attr), labels)
                         self.out.flow(("arrivals", value.name, attr), labels)
                     else:
-                        self.out.flow(("attr", value.name, attr), labels)
+                        self.tuples.store(("attr", value.name, attr), labels, items)

@@ -9,6 +9,8 @@ followed item by item where its items are known:
   item holds its own value, any other item what the whole display holds; a conditional whose
   sides are displays of one length (`(0, 1) if g is None else (g.rank, g.size)`): each item
   what it holds on either side, and what the test reads (nothing when it tests existence);
+- `a + b` of two values whose items are known (only `+` joins two tuples or lists): the
+  items of `a`, then those of `b`;
 - a local bound to one (its items are kept in the environment beside its whole value, under
   `name#i`, and forgotten when it is bound again or a branch that joins did not bind it to a
   tuple of that length or to `None`, which holds no items);
@@ -17,7 +19,10 @@ followed item by item where its items are known:
   plus what decides which return runs);
 - a parameter the function unpacks: its items are nodes `("param", fn, name, "#i")` that each
   caller feeds item by item when it passes a tuple whose items it knows, and whole into
-  `("param", fn, name, "#*")` (read with every item) when it does not.
+  `("param", fn, name, "#*")` (read with every item) when it does not;
+- an attribute: every store puts a tuple's known items at `("attr", cls, name, "#i")` and any
+  other value whole into `("attr", cls, name, "#*")`; a local read from it whole (`saved =
+  self.saved`), then unpacked or handed to a parameter that is, reads each place with `#*`.
 
 Unpacking into as many targets as the value has items goes item by item (a starred target of
 a value of that length holds one item); anything else takes the whole value, as before.
@@ -31,6 +36,7 @@ from rankguard.analysis.uniformity.lattice import (
     MAX_STEPS,
     Env,
     Labels,
+    Node,
     Step,
     merge,
     through,
@@ -38,12 +44,13 @@ from rankguard.analysis.uniformity.lattice import (
 )
 from rankguard.model.binding import bind
 from rankguard.summary.conditions import Cond
-from rankguard.summary.ir import SUBSCRIPT, CallSite, Stmt
+from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Stmt
 
 if TYPE_CHECKING:
     from rankguard.analysis.uniformity.transfer import Walker
 
 ANY = "#*"  # a parameter's node fed whole by callers that pass no known items
+Items = list[Labels] | None  # a value's items, when they are known apart
 
 
 def arity_key(name: str) -> str:
@@ -51,8 +58,34 @@ def arity_key(name: str) -> str:
     return name + "#"
 
 
+def alias_key(name: str) -> str:
+    """`env[name + "#attr"]`: what the local `name` was read from, `obj.attr` whole: a marker
+    `("alias", attr)` and the labels of the read."""
+    return name + "#attr"
+
+
+def attr_items(read: Labels, arity: int) -> list[Labels]:
+    """The items of `obj.attr` read whole (`read`, `alias_key`), unpacked into `arity` targets:
+    of each attribute node of `attr`, what stores put at that place, what stores of unknown
+    items put anywhere (`#*`) and what was put into it in place; everything else the read
+    holds (its owner's own value), in every item."""
+    attr = next(label[1] for label in read if isinstance(label, tuple) and label[0] == "alias")
+    items: list[Labels] = [{} for _ in range(arity)]
+    for label, steps in read.items():
+        if not isinstance(label, tuple) or label[0] != "attr" or label[2:] != (attr,):
+            if label[:1] != ("alias",):
+                for item in items:
+                    item[label] = steps
+            continue
+        for index, item in enumerate(items):
+            item.update({(*label, f"#{index}"): steps, (*label, ANY): steps})
+            item[("items", *label[1:])] = steps
+    return items
+
+
 def forget(name: str, env: Env) -> None:
     """`name` is bound again: the items it held are gone."""
+    env.pop(alias_key(name), None)
     marker = env.pop(arity_key(name), None)
     for label in marker or ():
         for index in range(label[1]):
@@ -89,22 +122,34 @@ class TupleItems:
         tree = stmt.tree
         if not tree:
             return None
+        if tree[0] == "ref" and len(tree[1]) == 1 and arity is not None:
+            name = tree[1][0]
+            found = stored(name, env)
+            if found is not None:
+                return found
+            if alias_key(name) in env:
+                return attr_items(env[alias_key(name)], arity)
+            own = ("param", self.w.fn, name)
+            if set(env.get(name, ())) != {own}:
+                return None  # not the parameter as it came in
+            self.w.out.unpacked[name] = max(arity, self.w.out.unpacked.get(name, 0))
+            return [{(*own, f"#{index}"): (), (*own, ANY): ()} for index in range(arity)]
+        return self._items(tree, stmt, env, whole)
+
+    def _items(self, tree: Cond, stmt: Stmt, env: Env, whole: Labels) -> list[Labels] | None:
+        """The items of one expression of the statement, when they are known apart."""
         kind = tree[0]
         if kind in ("tuple", "if"):
             return self._displayed(tree, stmt, env, whole)
         if kind == "ref" and len(tree[1]) == 1:
-            name = tree[1][0]
-            found = stored(name, env)
-            if found is not None or arity is None:
-                return found
-            own = ("param", self.w.fn, name)
-            if set(env.get(name, ())) != {own}:
-                return None  # not the parameter as it came in
-            self.w.out.unpacked.add(name)
-            return [{(*own, f"#{index}"): (), (*own, ANY): ()} for index in range(arity)]
+            return stored(tree[1][0], env)
         if kind == "call":
             call = next((c for c in reversed(stmt.calls) if c.target == tree[1]), None)
             return self._result(call) if call is not None else None
+        if kind == "arith" and len(tree[1]) == 2:
+            # Of two tuples (or lists) only `+` is defined: their items, one after the other.
+            left, right = (self._items(side, stmt, env, whole) for side in tree[1])
+            return None if left is None or right is None else left + right
         return None
 
     def _displayed(self, tree: Cond, stmt: Stmt, env: Env, whole: Labels) -> list[Labels] | None:
@@ -168,19 +213,35 @@ class TupleItems:
         items = self.of_value(stmt, env, whole, len(stmt.targets))
         return items if items is not None and len(items) == len(stmt.targets) else None
 
-    def keep(self, stmt: Stmt, items: list[Labels] | None, env: Env) -> None:
+    def keep(self, stmt: Stmt, items: list[Labels] | None, env: Env, read: Labels) -> None:
         """After `name = value` (bound already): the items `value` held, if known (`None`
-        holds none)."""
+        holds none); or, for `name = obj.attr` that read nothing but the attribute's nodes
+        (`read`), those nodes, whose items stores keep apart (`Walker.bind`)."""
         if len(stmt.targets) != 1 or len(stmt.targets[0]) != 1:
             return
         if stmt.tree == ("const", None):
             items = []
-        if items is None:
-            return
         name = stmt.targets[0][0]
+        if items is None:
+            tree = stmt.tree
+            if tree and tree[0] == "ref" and len(tree[1]) >= 2 and tree[1][0] != name:
+                path = tree[1]
+                if ".".join(path) not in env and SUBSCRIPT not in path and CALL not in path:
+                    env[alias_key(name)] = {("alias", path[-1]): (), **read}
+            return
         env[arity_key(name)] = {("items", len(items)): ()}
         for index, item in enumerate(items):
             env[f"{name}#{index}"] = item
+
+    def store(self, node: Node, labels: Labels, items: Items) -> None:
+        """A store into the attribute `node`: the whole value, and its items at their places
+        when they are known, else the whole value at every place (`#*`, `attr_items`)."""
+        out = self.w.out
+        out.flow(node, labels)
+        if items is None:
+            out.flow((*node, ANY), labels)
+        for index, item in enumerate(items or ()):
+            out.flow((*node, f"#{index}"), item)
 
     # -- between functions -----------------------------------------------------------------
     def called(self, call: CallSite, target: str, passed: dict[str, Labels], env: Env) -> None:
@@ -198,6 +259,8 @@ class TupleItems:
             ref = operand.ref
             name = ref[0] if ref and len(ref) == 1 and ref[0] != SUBSCRIPT else None
             items = stored(name, env) if name else None
+            if items is None and name and alias_key(name) in env and unpacks:
+                items = attr_items(env[alias_key(name)], unpacks[param])
             if items is None:
                 self.w.out.flow(("param", target, param, ANY), through(passed[param], step))
                 continue
