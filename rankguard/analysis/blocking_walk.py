@@ -379,7 +379,10 @@ class Walk:
         if call is not None and drained_into(call, state.known):
             known[DRAINED] = True
         if call is not None:
-            known.update(self.a.instances.entry_facts(self.record, record, call, stmt_calls))
+            constructed = self.a.instances.entry_facts(
+                self.record, record, call, stmt_calls, state.known
+            )
+            known.update(constructed)
         if call is not None and self.a.passed.parameters_called(name):
             held = held_in(state.known)
             known.update(binding_facts(self.a.passed.binding(self.record, call, name, held)))

@@ -17,13 +17,13 @@ generated one (no `__init__`/`__post_init__` of its own).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from rankguard.analysis.context import passed_arguments
 from rankguard.analysis.precision import producer
 from rankguard.analysis.stability import CONSTRUCTORS, Stability
-from rankguard.model.facts import FALSY, TRUTHY, Cond
+from rankguard.model.facts import FALSY, TRUTHY, UNKNOWN, Cond
 from rankguard.model.program import Program
 from rankguard.model.records import ClassRecord, FunctionRecord
 from rankguard.summary.ir import CALL, NOT_LITERAL, CallSite, Operand, walk_statements
@@ -55,6 +55,7 @@ class Instances:
         callee: FunctionRecord,
         call: CallSite,
         stmt_calls: Sequence[CallSite],
+        known: Mapping[Cond, Any],
     ) -> dict[Cond, Any]:
         """What holds on entry of each parameter whose argument `call` constructs (`Cls(...)`
         is an instance of exactly `Cls`): the value of each `isinstance(param, ...)` in
@@ -74,27 +75,33 @@ class Instances:
                     out[cond] = TRUTHY if value else FALSY
             made = producer(stmt_calls, call, operand.calls[0])
             if made is not None:
-                out.update(self._fields(param, cls, made))
+                out.update(self._fields(param, cls, made, known))
         return out
 
-    def _fields(self, param: str, cls: str, made: CallSite) -> dict[Cond, Any]:
+    def _fields(
+        self, param: str, cls: str, made: CallSite, known: Mapping[Cond, Any]
+    ) -> dict[Cond, Any]:
         """`param.field` for each field of the record `made` constructs that no method
-        reassigns after construction: the literal passed, or the class's default where it
-        is left out. Only keyword arguments are read (positions follow field order)."""
+        reassigns after construction: the literal passed, what the caller knows of a name
+        passed (`cow=cow` with `cow` False on the path), or the class's default where the
+        field is left out. Only keyword arguments are read (positions follow field order)."""
         if any(o.keyword in (None, "*", "**") for o in made.operands):
             return {}
         defaults = self._defaults(cls)
         if defaults is None:
             return {}
-        given = {o.keyword for o in made.operands}
-        literal = dict(made.literals)
-        out: dict[Cond, Any] = {}
-        for name in given | set(defaults):
-            if name in given and name not in literal:
-                continue
-            if self.stability.settled(cls, name):
-                out[("ref", (param, name))] = literal[name] if name in given else defaults[name]
-        return out
+        values: dict[str, Any] = dict(defaults)
+        for operand in made.operands:
+            values.pop(str(operand.keyword), None)
+            passed = known.get(("ref", operand.ref), UNKNOWN) if operand.ref else UNKNOWN
+            if passed is not UNKNOWN:
+                values[str(operand.keyword)] = passed
+        values.update(made.literals)
+        return {
+            ("ref", (param, name)): value
+            for name, value in values.items()
+            if self.stability.settled(cls, name)
+        }
 
     def _defaults(self, cls: str) -> dict[str, Any] | None:
         """A record class's literal field defaults, or None where the class is no record

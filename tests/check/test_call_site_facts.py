@@ -373,3 +373,38 @@ def test_a_known_argument_survives_a_branch_that_tests_it_again(tmp_path: Path):
         """,
         {"rounds": ["mod.loop"]},
     )
+
+
+def test_a_record_field_given_a_name_the_caller_knows_holds_its_value(tmp_path: Path):
+    # `match(Params(key=k, cow=cow))` where the caller knows `cow` is False (its own caller
+    # passed it): inside `match`, `params.cow` is False.
+    findings = _assert_marked(
+        tmp_path,
+        """
+        import dataclasses
+
+        @dataclasses.dataclass
+        class Params:
+            key: str
+            cow: bool = True
+
+        def match(params):
+            if params.cow:
+                time.sleep(1)  # expect
+
+        def lookup(k, cow=True):
+            match(Params(key=k, cow=cow))
+
+        def loop(k):
+            while True:
+                lookup(k, cow=False)
+                dist.barrier()
+
+        def copying_loop(k):
+            while True:
+                lookup(k)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop", "mod.copying_loop"]},
+    )
+    assert {f.extra["round"] for f in findings} == {"mod.copying_loop"}
