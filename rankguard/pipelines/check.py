@@ -43,7 +43,7 @@ from rankguard.rules.engine import (
     unused_ignores,
 )
 
-KEEP_SUMMARIES = "RANKGUARD_KEEP_SUMMARIES"  # "1": keep blocking summaries across runs
+KEEP_SUMMARIES = "RANKGUARD_KEEP_SUMMARIES"  # "0": keep no blocking summaries across runs
 
 
 @dataclass
@@ -129,11 +129,10 @@ def run_check(
             part, program_errors, found = cached.check, cached.errors, cached.discovery
         else:
             assert program is not None
-            # Opt-in: a warm check after an edit on sglang equalled --no-cache at caa81b9
-            # (benchmarks/README, seventh session), but the walk's entry facts grew after
-            # (skipped validation, drained helpers, record fields) and were not re-checked.
+            # On by default: a warm check after an edit on sglang equalled --no-cache byte for
+            # byte at caa81b9 and again at fb594d4 (benchmarks/README, seventh session).
             with frozen():  # the loaded model, out of the collector's scans
-                keep = os.environ.get(KEEP_SUMMARIES) == "1"
+                keep = os.environ.get(KEEP_SUMMARIES) != "0"
                 kept = KeyedStore(kept_path(cache)) if keep else None
                 context = RuleContext(
                     program,

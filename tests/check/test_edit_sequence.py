@@ -141,7 +141,7 @@ STEPS = {
 
 
 def test_warm_equals_no_cache_after_every_edit(capsys, tmp_path: Path, monkeypatch):
-    monkeypatch.setenv(KEEP_SUMMARIES, "1")  # with kept blocking summaries (opt-in)
+    monkeypatch.setenv(KEEP_SUMMARIES, "1")  # with kept blocking summaries (the default)
     root = shutil.copytree(EXAMPLE, tmp_path / "toysched")
     cache = str(tmp_path / "cache")
 

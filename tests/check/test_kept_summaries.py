@@ -25,7 +25,7 @@ EDITED_AND_CALLER = {SCHEDULER + "_maybe_collect_garbage", SCHEDULER + "get_next
 
 @pytest.fixture(autouse=True)
 def _keep(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(KEEP_SUMMARIES, "1")  # opt-in (`pipelines.check`)
+    monkeypatch.delenv(KEEP_SUMMARIES, raising=False)  # kept by default (`pipelines.check`)
 
 
 def _walked() -> set[str]:
@@ -63,6 +63,17 @@ def test_summaries_kept_in_one_folder_serve_a_copy_in_another(capsys, tmp_path: 
     warm = _check(capsys, second, *cache)
     assert _walked() == EDITED_AND_CALLER
     assert _check(capsys, second, "--no-cache") == warm
+
+
+def test_zero_keeps_no_summaries(capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv(KEEP_SUMMARIES, "0")
+    root = shutil.copytree(EXAMPLE, tmp_path / "toysched")
+    cache = ("--cache-dir", str(tmp_path / "cache"))
+    _check(capsys, root, *cache)
+    _replace(root, SCHED, GC_TEST, GC_EDIT)
+    _check(capsys, root, *cache)
+    assert len(_walked()) > len(EDITED_AND_CALLER)
+    assert not list((tmp_path / "cache").glob("analyses/*.sqlite"))
 
 
 def test_a_damaged_store_is_a_miss(capsys, tmp_path: Path):
