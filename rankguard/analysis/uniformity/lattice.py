@@ -154,6 +154,13 @@ class FunctionFlow:
     ret_arity: int = 0
     ret_items: list[dict[str, tuple[Step, ...]]] = field(default_factory=list)
     unpacked: dict[str, int] = field(default_factory=dict)
+    # Whether a finding can ask for its conditions' labels: only in a function the rounds
+    # reach (`findings.py`), or anywhere when no rounds are given.
+    asked: bool = True
+
+    def condition(self, stmt: Any, labels: Labels) -> None:
+        if self.asked:
+            self.conditions[id(stmt)] = labels
 
     def flow(self, node: Node, labels: Labels) -> None:
         if labels:

@@ -81,7 +81,7 @@ class Walker:
         self.catalog = flow.sources_catalog
         self.record = record
         self.fn = record.qualname
-        self.out = FunctionFlow()
+        self.out = FunctionFlow(asked=not flow.reached or self.fn in flow.reached)
         self.answers = Answers(self.step)  # which `return` runs, and what decides it
         self._attr_nodes: dict[Segs, tuple[Node, ...]] = {}
         self._carrying = False  # inside a loop's second pass (`loop`)
@@ -147,12 +147,12 @@ class Walker:
             return env
         if kind in ("if", "match"):
             labels = self.value(stmt, env)
-            self.out.conditions[id(stmt)] = labels
+            self.out.condition(stmt, labels)
             with self.answers.deciding(stmt, labels):
                 return self.sides.walk(stmt, env, self.block)
         if kind == "loop":
             labels = self.value(stmt, env)
-            self.out.conditions[id(stmt)] = labels
+            self.out.condition(stmt, labels)
             with self.answers.deciding(stmt, labels):
                 return self.loop(stmt, labels, env)
         if kind == "with":
