@@ -32,7 +32,15 @@ from rankguard.analysis.doubts import (
     skipped,
 )
 from rankguard.analysis.doubts import doubt as doubt_of
-from rankguard.analysis.drained import DRAINED, after, assigned, dominated, drained_into
+from rankguard.analysis.drained import (
+    DRAINED,
+    SYNCED,
+    after,
+    assigned,
+    dominated,
+    drained_into,
+    maybe_drained,
+)
 from rankguard.analysis.memo import building, past_return
 from rankguard.analysis.passed import binding_facts, held_in, narrowed
 from rankguard.analysis.precision import assigned_fact, cadence_of
@@ -176,7 +184,7 @@ class Walk:
         # computed first), for the local it binds and for `analysis.drained`.
         single = len(stmt.targets) == 1
         attrs = self.a.classify.placement.attribute
-        needed = single or DRAINED in state.known
+        needed = single or DRAINED in state.known or SYNCED in state.known
         place = of_tree(stmt.tree, state.env, state.known, attrs) if needed else None
         state = assigned(stmt.tree, place, self._forget_facts(state, stmt.targets))
         names = [".".join(t) for t in stmt.targets if CALL not in t and SUBSCRIPT not in t]
@@ -325,10 +333,12 @@ class Walk:
         if blocking is not None:
             if dominated(blocking, call, state.known):
                 return state  # nothing queued since the last sync: it does not wait
+            blocking = maybe_drained(blocking, state.known)
             pending = dict(state.pending)
             merge(pending, doubted({blocking.key: blocking}, state.known))
             return after(blocking, call, True, state.evolve(pending=pending))
-        quiet = DRAINED not in state.known or self.a.launches.quiet_call(call, targets)
+        marked = DRAINED in state.known or SYNCED in state.known
+        quiet = not marked or self.a.launches.quiet_call(call, targets)
         state = after(None, call, quiet, state)
         outcomes: list[State | None] = []
         for target in targets:

@@ -13,6 +13,10 @@ host neither does. The mark is cleared by anything that may launch work: a call 
 cannot see into, a program function that may launch (`analysis.launches`), an operator whose
 operands may be device tensors (`y = a @ b`). Host builtins, logging, indexing and a tensor's
 own small ops (`x.max()`, `x.float()`: one kernel on data already there) keep it.
+
+A later sync of unknown placement on another object (`SYNCED`) is still reported, since the two
+tensors may live apart, but at low confidence: if both are on the device, the first drained the
+queue. A sync the model knows is on a device keeps its confidence.
 """
 
 from __future__ import annotations
@@ -20,12 +24,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rankguard.analysis.blocking_types import BlockingCall, State
+from rankguard.analysis.blocking_types import BlockingCall, State, copied
 from rankguard.model.facts import Cond
 from rankguard.model.placement import HOST, KEEPS
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite
 
 DRAINED: Cond = ("drained",)
+# The last sync of unknown placement, with nothing launched since ("`x.tolist()` (path:line)"):
+# a later one of unknown placement waits only if the two live apart.
+SYNCED: Cond = ("synced",)
 _SYNC = "device-sync"
 # Calls that run on the host only and launch nothing on the device.
 _HOST_BUILTINS = frozenset(
@@ -57,6 +64,21 @@ def dominated(blocking: BlockingCall, call: CallSite, known: Mapping[Cond, Any])
     return unsure and isinstance(drained, frozenset) and bool(_roots(call) & drained)
 
 
+def maybe_drained(blocking: BlockingCall, known: Mapping[Cond, Any]) -> BlockingCall:
+    """A sync of unknown placement right after another one (nothing launched between) waits
+    only where their tensors live apart: low confidence, naming the earlier one. A sync known
+    to be on a device keeps its confidence (the earlier one may have read the host)."""
+    earlier = known.get(SYNCED)
+    if blocking.kind != _SYNC or blocking.confidence == "high" or not earlier:
+        return blocking
+    why = (
+        f"an earlier sync of unknown placement, {earlier}, with nothing launched since, "
+        "drained the queue if both tensors are on the device"
+    )
+    note = f"{why}; {blocking.note}" if blocking.note else why
+    return copied(blocking, confidence="low", note=note)
+
+
 def operates(tree: Cond) -> bool:
     """An operator somewhere in the value tree (`a @ b`, `x * 2`): a kernel on a tensor."""
     if not isinstance(tree, tuple) or not tree:
@@ -84,7 +106,7 @@ def _argument(call: CallSite) -> tuple[str, ...]:
 def assigned(tree: Cond, place: str | None, state: State) -> State:
     """Past an assignment whose value an operator computes (`place`: where the value lives):
     maybe work queued, unless the operator works on host values (`[None] * n`)."""
-    if DRAINED not in state.known or not operates(tree) or place in HOST:
+    if not _marked(state) or not operates(tree) or place in HOST:
         return state
     if tree[0] == "arith" and any(_display(part) for part in tree[-1]):
         return state
@@ -106,14 +128,16 @@ def after(blocking: BlockingCall | None, call: CallSite, quiet: bool, state: Sta
             return state.evolve(known={**state.known, DRAINED: True})
         if len(call.target) == 1:
             return state  # `int(sel.count)`: a count often sits on the host beside device data
+        known = dict(state.known)
+        known.setdefault(SYNCED, f"`{blocking.text}` ({blocking.path}:{blocking.line})")
         roots = _roots(call)
-        if not roots:
-            return state
-        drained = state.known.get(DRAINED)
-        if isinstance(drained, frozenset):
+        drained = known.get(DRAINED)
+        if roots and isinstance(drained, frozenset):
             roots = roots | drained
-        return state.evolve(known={**state.known, DRAINED: roots})
-    if DRAINED not in state.known or quiet:
+        if roots:
+            known[DRAINED] = roots
+        return state.evolve(known=known)
+    if not _marked(state) or quiet:
         return state
     return _undrained(state)
 
@@ -126,8 +150,13 @@ def drained_into(call: CallSite, known: Mapping[Cond, Any]) -> bool:
     return all(o.ref is not None or o.const is not None for o in call.operands)
 
 
+def _marked(state: State) -> bool:
+    return DRAINED in state.known or SYNCED in state.known
+
+
 def _undrained(state: State) -> State:
-    return state.evolve(known={k: v for k, v in state.known.items() if k != DRAINED})
+    gone = (DRAINED, SYNCED)
+    return state.evolve(known={k: v for k, v in state.known.items() if k not in gone})
 
 
 def host_call(call: CallSite) -> bool:

@@ -61,6 +61,7 @@ def _common_method_names() -> frozenset[str]:
 
 COMMON_METHODS = _common_method_names()
 _IN_PROGRESS = object()
+_MODULE_CALL = "nn.Module.__call__"  # `torch.nn.Module.__call__`: runs `forward`
 
 
 class Resolver(Stores, ModuleNamespaces, Decorators):
@@ -366,9 +367,18 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
         if value.kind in ("external", "builtin"):
             return (external(value.name + "()"),)
         if value.kind == "instance":
-            call = self._class_member(self.p.mro(value.name), "__call__", True, value.name)
+            call = self._invoked(value)
             return dedupe(v for c in call if c.kind == "function" for v in self._call_result(c))
         return ()
+
+    def _invoked(self, value: Value) -> tuple[Value, ...]:
+        """What calling an instance runs: its class's `__call__`; for a `torch.nn.Module`,
+        whose `__call__` runs the module's hooks and then `forward`, the class's `forward`."""
+        mro = self.p.mro(value.name)
+        call = self._class_member(mro, "__call__", True, value.name)
+        if call and all(v.kind == "external" and v.name.endswith(_MODULE_CALL) for v in call):
+            return self._class_member(mro, "forward", True, value.name)
+        return call
 
     def returns(self, fn: FunctionRecord) -> tuple[Value, ...]:
         """What calling `fn` returns: its annotation, else `return Cls(...)` statements; and
@@ -429,7 +439,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
                 inherited = [v.name for v in init if v.kind == "external" and not named]
                 targets += [Target(name, kind, "constructor") for name in inherited]
             elif value.kind == "instance":
-                call_m = self._class_member(self.p.mro(value.name), "__call__", True, value.name)
+                call_m = self._invoked(value)
                 targets.extend(Target(v.name, kind) for v in call_m if v.kind == "function")
             elif value.kind in ("external", "builtin"):
                 # A device submodule chosen at run time is a guess among peers: `fallback`.

@@ -130,7 +130,7 @@ def run_check(
         else:
             assert program is not None
             # On by default: a warm check after an edit on sglang equalled --no-cache byte for
-            # byte at caa81b9 and again at fb594d4 (benchmarks/README, seventh session).
+            # byte at caa81b9 and again at a4cd4c7 (benchmarks/README, seventh session).
             with frozen():  # the loaded model, out of the collector's scans
                 keep = os.environ.get(KEEP_SUMMARIES) != "0"
                 kept = KeyedStore(kept_path(cache)) if keep else None

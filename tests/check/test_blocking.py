@@ -150,9 +150,9 @@ def test_untyped_receivers_are_reported_with_low_confidence(tmp_path: Path):
         """
         def event_loop(model, stream, t: torch.Tensor):
             while True:
+                n = t.item()  # expect
                 ids = model.forward().tolist()  # expect
                 stream.synchronize()  # expect
-                n = t.item()  # expect
                 s = ",".join(["a"])
                 d = {}.get("k")
                 dist.barrier()

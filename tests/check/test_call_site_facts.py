@@ -408,3 +408,32 @@ def test_a_record_field_given_a_name_the_caller_knows_holds_its_value(tmp_path: 
         {"rounds": ["mod.loop", "mod.copying_loop"]},
     )
     assert {f.extra["round"] for f in findings} == {"mod.copying_loop"}
+
+
+def test_calling_a_torch_module_runs_its_forward(tmp_path: Path):
+    # `self.sampler(logits)` on an `nn.Module` runs `Sampler.forward` (torch's `__call__`),
+    # and returns what `forward` returns; a class of its own `__call__` runs that instead.
+    _assert_marked(
+        tmp_path,
+        """
+        from torch import nn
+
+        class Sampler(nn.Module):
+            def forward(self, logits):
+                ids = logits.argmax(-1)
+                return ids.tolist()  # expect
+
+        class Runner:
+            def __init__(self):
+                self.sampler = Sampler()
+
+            def step(self, logits):
+                return self.sampler(logits)
+
+            def loop(self, logits):
+                while True:
+                    self.step(logits)
+                    dist.barrier()
+        """,
+        {"rounds": ["mod.Runner.loop"]},
+    )

@@ -245,3 +245,43 @@ def test_a_helper_called_right_after_a_sure_sync_finds_the_queue_drained(tmp_pat
         """,
         {"rounds": ["mod.loop"]},
     )
+
+
+def test_a_sync_after_an_unplaced_sync_of_another_object_is_low_confidence(tmp_path: Path):
+    # `other.ids` may live apart from `out.lengths`, so its sync stays a finding; but if both
+    # are on the device the first sync drained the queue: it is low confidence, and says why.
+    # A sync known to be on a device keeps its confidence.
+    findings = _assert_marked(
+        tmp_path,
+        """
+        class Out:
+            lengths: torch.Tensor
+
+        class Other:
+            ids: torch.Tensor
+
+        def commit(out: Out, other: Other, n):
+            lens = out.lengths.tolist()  # expect
+            ids = other.ids.tolist()  # expect
+            dev = torch.ones(n, device="cuda")
+            more = dev.tolist()  # expect
+
+        def loop(out: Out, other: Other, n):
+            while True:
+                commit(out, other, n)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
+    levels = {f.extra["blocking"]["text"]: f.extra["confidence"] for f in findings}
+    assert levels == {
+        "out.lengths.tolist()": "medium",
+        "other.ids.tolist()": "low",
+        "dev.tolist()": "high",
+    }
+    note = next(
+        f.extra["confidence_note"]
+        for f in findings
+        if f.extra["blocking"]["text"] == "other.ids.tolist()"
+    )
+    assert "out.lengths.tolist()" in note
