@@ -224,10 +224,11 @@ class BlockingAnalysis:
 
     def memo(self, record: FunctionRecord, stmt: Stmt, shape: MemoShape) -> str | None:
         """`shape`'s memo cadence for `stmt` (`analysis.memo`), found once per statement."""
+        if stmt.kind != "if":
+            return None  # both shapes are `if` statements: no entry for every other one
         key = (id(stmt), shape)
         if key not in self._memo_cadence:
-            stability = self.context.stability
-            self._memo_cadence[key] = shape(record, stmt, stability) if stmt.kind == "if" else None
+            self._memo_cadence[key] = shape(record, stmt, self.context.stability)
         return self._memo_cadence[key]
 
     def on_stack(self, name: str) -> bool:

@@ -34,11 +34,11 @@ from rankguard.analysis.doubts import (
 from rankguard.analysis.doubts import doubt as doubt_of
 from rankguard.analysis.drained import (
     DRAINED,
-    SYNCED,
     after,
     assigned,
     dominated,
     drained_into,
+    marked,
     maybe_drained,
 )
 from rankguard.analysis.memo import building, past_return
@@ -153,8 +153,9 @@ class Walk:
         if doubt:
             inner = inner.evolve(known={**inner.known, DOUBT: doubt})
         elif SKIPPABLE in state.known:
-            restated = self.a.context.restated_skippable(self.record, state.known)
-            skip = skipped(stmt, positive, state.known, restated, self.record)
+            context, record = self.a.context, self.record
+            restated = lambda: context.restated_skippable(record, state.known)  # noqa: E731
+            skip = skipped(stmt, positive, state.known, restated, record)
             if skip:
                 inner = inner.evolve(known={**inner.known, SKIPPED: skip})
         return self.block(stmt.blocks[side], inner, (*guards, (stmt.cond, positive)), cadence)
@@ -184,7 +185,7 @@ class Walk:
         # computed first), for the local it binds and for `analysis.drained`.
         single = len(stmt.targets) == 1
         attrs = self.a.classify.placement.attribute
-        needed = single or DRAINED in state.known or SYNCED in state.known
+        needed = single or marked(state.known)
         place = of_tree(stmt.tree, state.env, state.known, attrs) if needed else None
         state = assigned(stmt.tree, place, self._forget_facts(state, stmt.targets))
         names = [".".join(t) for t in stmt.targets if CALL not in t and SUBSCRIPT not in t]
@@ -337,8 +338,7 @@ class Walk:
             pending = dict(state.pending)
             merge(pending, doubted({blocking.key: blocking}, state.known))
             return after(blocking, call, True, state.evolve(pending=pending))
-        marked = DRAINED in state.known or SYNCED in state.known
-        quiet = not marked or self.a.launches.quiet_call(call, targets)
+        quiet = not marked(state.known) or self.a.launches.quiet_call(call, targets)
         state = after(None, call, quiet, state)
         outcomes: list[State | None] = []
         for target in targets:

@@ -19,7 +19,7 @@ which check and which early return. Unlike a doubt, nothing in the round can mak
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from rankguard.analysis.blocking_types import BlockingCall, Key, copied
@@ -88,15 +88,16 @@ def skipped(
     stmt: Stmt,
     positive: bool,
     known: Mapping[Cond, Any],
-    restated: Mapping[Cond, Any],
+    restated: Callable[[], Mapping[Cond, Any]],
     record: FunctionRecord,
 ) -> str:
     """Why taking this side of `stmt` needs the start-up validation skipped ("" if it does
-    not): `restated` are the skippable facts, as the function reads them."""
+    not): `restated` gives the skippable facts as the function reads them, asked only once
+    the path is not in doubt or skipped already."""
     skip = known.get(SKIPPABLE)
     if skip is None or DOUBT in known or SKIPPED in known:
         return ""
-    if not contradicts(stmt.cond, positive, {**known, **dict(skip.facts), **restated}):
+    if not contradicts(stmt.cond, positive, {**known, **dict(skip.facts), **restated()}):
         return ""
     side = "" if positive else "the other side of "
     where = f"{record.path}:{stmt.line}"

@@ -30,7 +30,7 @@ from rankguard.model.placement import HOST, KEEPS
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite
 
 DRAINED: Cond = ("drained",)
-# The last sync of unknown placement, with nothing launched since ("`x.tolist()` (path:line)"):
+# The first sync of unknown placement since anything was launched ("`x.tolist()` (path:line)"):
 # a later one of unknown placement waits only if the two live apart.
 SYNCED: Cond = ("synced",)
 _SYNC = "device-sync"
@@ -106,7 +106,7 @@ def _argument(call: CallSite) -> tuple[str, ...]:
 def assigned(tree: Cond, place: str | None, state: State) -> State:
     """Past an assignment whose value an operator computes (`place`: where the value lives):
     maybe work queued, unless the operator works on host values (`[None] * n`)."""
-    if not _marked(state) or not operates(tree) or place in HOST:
+    if not marked(state.known) or not operates(tree) or place in HOST:
         return state
     if tree[0] == "arith" and any(_display(part) for part in tree[-1]):
         return state
@@ -137,7 +137,7 @@ def after(blocking: BlockingCall | None, call: CallSite, quiet: bool, state: Sta
         if roots:
             known[DRAINED] = roots
         return state.evolve(known=known)
-    if not _marked(state) or quiet:
+    if not marked(state.known) or quiet:
         return state
     return _undrained(state)
 
@@ -150,8 +150,9 @@ def drained_into(call: CallSite, known: Mapping[Cond, Any]) -> bool:
     return all(o.ref is not None or o.const is not None for o in call.operands)
 
 
-def _marked(state: State) -> bool:
-    return DRAINED in state.known or SYNCED in state.known
+def marked(known: Mapping[Cond, Any]) -> bool:
+    """A sync came last on this path (`DRAINED` or `SYNCED`): what may launch work clears it."""
+    return DRAINED in known or SYNCED in known
 
 
 def _undrained(state: State) -> State:

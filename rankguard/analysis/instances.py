@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from rankguard.analysis.context import passed_arguments
-from rankguard.analysis.precision import producer
+from rankguard.analysis.precision import lone_call, producer
 from rankguard.analysis.stability import CONSTRUCTORS, Stability
 from rankguard.model.facts import FALSY, TRUTHY, UNKNOWN, Cond
 from rankguard.model.program import Program
@@ -61,6 +61,8 @@ class Instances:
         is an instance of exactly `Cls`): the value of each `isinstance(param, ...)` in
         `callee`, and a record's fields the constructor leaves at their defaults or sets to a
         literal (`Params(key=k).req is None`)."""
+        if not any(lone_call(o) for o in call.operands):
+            return {}  # asked at every call the walk enters: most pass no constructed object
         passed = passed_arguments(callee, call)
         positional = [o for o in call.operands if o.keyword is None]
         out: dict[Cond, Any] = {}
@@ -140,7 +142,7 @@ class Instances:
         """The class an argument that is one call's result alone is exactly an instance of:
         not where `__new__` or a metaclass may hand back another class's object, nor where a
         base outside the program (other than a record's) may."""
-        if operand.ref or operand.const is not None or operand.reads or len(operand.calls) != 1:
+        if not lone_call(operand):
             return None
         values = self.program.resolver.evaluate(caller, (*operand.calls[0], CALL))
         names = {v.name for v in values}

@@ -54,9 +54,16 @@ def made_by(
 ) -> str | None:
     """Where an argument computed from one call's result alone lives (`f(torch.arange(n,
     device="cpu"))`, `f(g(x) + 1)`): where that result does."""
-    if operand.ref or operand.const is not None or operand.reads or len(operand.calls) != 1:
+    if not lone_call(operand):
         return None
     return value_fact((*operand.calls[0], CALL), stmt_calls, call, env, attrs)
+
+
+def lone_call(operand: Operand) -> bool:
+    """The argument is one call's result alone (`f(g(x))`, `f(Cls(...))`)."""
+    return (
+        not operand.ref and operand.const is None and not operand.reads and len(operand.calls) == 1
+    )
 
 
 def receiver_fact(
