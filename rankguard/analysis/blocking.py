@@ -169,7 +169,8 @@ class BlockingAnalysis:
         passes = end is not None and end.clean
         pending = dict(end.pending) if end else {}
         writers = self._shared(walk.writers)
-        result = Summary(walk.first, walk.pairs, pending, passes, writers)
+        sure = self._shared(end.ran) if end else frozenset()
+        result = Summary(walk.first, walk.pairs, pending, passes, writers, sure)
         cadence = self.classify.function_cadence(name)
         if cadence:
             result = Summary(
@@ -181,6 +182,7 @@ class BlockingAnalysis:
                 {k: cadenced(c, cadence) for k, c in result.tail.items()},
                 passes,
                 writers,
+                sure,
             )
         cut = walk.cut - {name}
         tainted = cyclic or walk.tainted
@@ -247,6 +249,7 @@ class BlockingAnalysis:
             end = walk.round_body(loop, header, State(True, {}, {}, known))
             pairs = dict(walk.pairs)
             tail = dict(end.pending) if end else {}
+            every = end.ran if end else frozenset()
             writers = set(walk.writers)
             if include_tail and tail:
                 again = Walk(self, record)
@@ -260,7 +263,7 @@ class BlockingAnalysis:
         if self.inductive(record.qualname, writers):
             pairs = {k: p for k, p in pairs.items() if not p.blocking.doubt}
             tail = {k: c for k, c in tail.items() if not c.doubt}
-        return Regions(rnd, list(pairs.values()), list(tail.values()))
+        return Regions(rnd, list(pairs.values()), list(tail.values()), every)
 
     def inductive(self, round_name: str, entered: set[tuple[str, bool]]) -> bool:
         """The round's shaky facts hold all round: every function that may reassign what they

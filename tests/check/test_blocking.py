@@ -235,9 +235,12 @@ def test_branches_early_returns_and_wrappers(tmp_path: Path):
         """,
     )
     by_line = {f.extra["blocking"]["callee"]: f for f in findings}
-    # gc.collect pairs with the wrapper's all_reduce; the wrapper is a collective site, so the
-    # sleep on maybe_sleep's early-return path pairs with the broadcast after it.
-    assert by_line["gc.collect"].extra["collective"]["callee"] == "torch.distributed.all_reduce"
+    # gc.collect pairs with the wrapper's all_reduce (the wrapper is a collective site) and,
+    # on the paths that skip it, with the broadcast: that one runs every round, so it is named.
+    collect = by_line["gc.collect"].extra
+    assert "torch.distributed.all_reduce" in {c["callee"] for c in collect["collectives"]}
+    assert collect["collective"]["callee"] == "torch.distributed.broadcast"
+    # The sleep on maybe_sleep's early-return path pairs with the broadcast after it.
     assert by_line["time.sleep"].extra["collective"]["callee"] == "torch.distributed.broadcast"
     assert [h["line"] for h in by_line["time.sleep"].extra["chain"]] == [
         by_line["time.sleep"].extra["chain"][0]["line"],
@@ -247,7 +250,8 @@ def test_branches_early_returns_and_wrappers(tmp_path: Path):
 
 def test_a_callee_that_may_skip_its_collective_leaves_pending_calls_pending(tmp_path: Path):
     """`maybe_gather` reaches its all_reduce only when `lora` is set: on the other path the
-    sleep is still waiting for the next collective, the broadcast, and pairs with it too."""
+    sleep is still waiting for the next collective, the all_gather, and pairs with it too; the
+    all_gather runs every round, so it is the one named."""
     _, result = _run(
         tmp_path,
         """
@@ -269,7 +273,7 @@ def test_a_callee_that_may_skip_its_collective_leaves_pending_calls_pending(tmp_
     )
     (finding,) = result.findings
     paired = [c["callee"] for c in finding.extra["collectives"]]
-    assert finding.extra["collective"]["callee"] == "torch.distributed.all_reduce"
+    assert finding.extra["collective"]["callee"] == "torch.distributed.all_gather"
     assert sorted(paired) == ["torch.distributed.all_gather", "torch.distributed.all_reduce"]
 
 
@@ -615,3 +619,79 @@ def test_a_sure_edge_such_as_a_constructor_can_be_the_headline(tmp_path: Path):
     )
     (finding,) = result.findings
     assert finding.extra["collective"]["callee"] == "torch.distributed.all_reduce"
+
+
+def test_the_named_collective_is_one_every_iteration_runs(tmp_path: Path):
+    """The sleep delays the all_reduce only where `flag` holds; the barrier runs in every
+    iteration after it, so the barrier is what surely waits for it: the finding names it."""
+    _, result = _run(
+        tmp_path,
+        """
+        def event_loop(flag):
+            while True:
+                time.sleep(1)
+                if flag:
+                    dist.all_reduce(None)
+                dist.barrier()
+        """,
+        include_round_tail=False,
+    )
+    (finding,) = result.findings
+    assert finding.extra["collective"]["callee"] == "torch.distributed.barrier"
+    assert finding.extra["collective"]["every_round"] is True
+    assert "runs every round" in finding.message
+
+
+def test_a_collective_every_round_runs_is_named_through_the_tail(tmp_path: Path):
+    """A profiler's rare barrier is found first, but the request broadcast at the top of every
+    round is what surely follows the read: the finding names it, as the next round's."""
+    _, result = _run(
+        tmp_path,
+        """
+        import json
+
+        class Profiler:
+            def stop(self, rocm):
+                json.load(self.trace)
+                if rocm:
+                    dist.barrier()
+
+        class Sched:
+            def receive(self):
+                dist.broadcast(None, 0)
+
+            def event_loop(self, profiler: Profiler, rocm):
+                while True:
+                    self.receive()
+                    profiler.stop(rocm)
+        """,
+    )
+    (finding,) = result.findings
+    assert finding.extra["blocking"]["text"] == "json.load(self.trace)"
+    assert finding.extra["collective"]["callee"] == "torch.distributed.broadcast"
+    assert finding.extra["collective"]["every_round"] is True
+    assert finding.extra["round_tail"] is True
+    assert {c["callee"] for c in finding.extra["collectives"]} == {
+        "torch.distributed.barrier",
+        "torch.distributed.broadcast",
+    }
+
+
+def test_no_collective_is_called_every_round_when_a_branch_skips_it(tmp_path: Path):
+    """Neither collective runs on every path: the first found is named, and not as sure."""
+    _, result = _run(
+        tmp_path,
+        """
+        def event_loop(flag):
+            while True:
+                time.sleep(1)
+                if flag:
+                    dist.all_reduce(None)
+                else:
+                    dist.broadcast(None, 0)
+        """,
+        include_round_tail=False,
+    )
+    (finding,) = result.findings
+    assert finding.extra["collective"]["every_round"] is False
+    assert "runs every round" not in finding.message
