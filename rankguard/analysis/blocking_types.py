@@ -107,8 +107,8 @@ class Summary:
     # Functions that may break a shaky round fact (`BlockingAnalysis.watched`) entered here or
     # below, each with whether the path was in doubt already (`analysis.doubts`).
     writers: frozenset[tuple[str, bool]] = frozenset()
-    # The collectives every path that returns runs (`State.ran` where they join).
-    sure: frozenset[CollectiveSite] = frozenset()
+    # The collective operations every path that returns runs (`State.ran` where they join).
+    sure: frozenset[tuple[str, str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,9 +122,10 @@ class State:
     # Branch conditions this path took in the function (enclosing ones, and those whose other
     # side left: `if not w.is_completed(): continue`), as (condition, side) pairs.
     taken: tuple[tuple[Cond, bool], ...] = ()
-    # The collectives this path has run in the function: where paths join, those all ran. A
-    # collective every way through a round's iteration runs surely follows any call in it.
-    ran: frozenset[CollectiveSite] = frozenset()
+    # The collective operations (`CollectiveSite.operation`) this path has run in the
+    # function: where paths join, those all ran. One that every way through a round's
+    # iteration runs surely follows any call in it.
+    ran: frozenset[tuple[str, str]] = frozenset()
 
     def evolve(self, **changes: Any) -> State:
         return copied(self, **changes)
@@ -228,7 +229,7 @@ class Regions:
     round: Round
     pairs: list[Pair]
     tail: list[BlockingCall]
-    every: frozenset[CollectiveSite] = frozenset()
+    every: frozenset[tuple[str, str]] = frozenset()
 
 
 def cadenced(call: BlockingCall, reason: str) -> BlockingCall:

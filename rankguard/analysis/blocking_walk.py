@@ -346,7 +346,7 @@ class Walk:
             kind = self.a.collectives.kind(target.name)
             if kind is not None:
                 site = CollectiveSite(target.name, kind, self.record.path, call.line, self.fn)
-                ran = Summary({site: ()}, {}, {}, sure=frozenset((site,)))
+                ran = Summary({site: ()}, {}, {}, sure=frozenset((site.operation,)))
                 outcomes.append(self.apply(ran, state, hop, cadence))
             elif target.name in self.a.program.functions:
                 if not advance and target.via != "advanced" and self.a.suspended(target.name):

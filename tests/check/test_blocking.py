@@ -695,3 +695,38 @@ def test_no_collective_is_called_every_round_when_a_branch_skips_it(tmp_path: Pa
     (finding,) = result.findings
     assert finding.extra["collective"]["every_round"] is False
     assert "runs every round" not in finding.message
+
+
+def test_an_operation_every_round_runs_on_different_lines_is_still_sure(tmp_path: Path):
+    """The sender and the receivers of a pickled-object broadcast call `broadcast` on different
+    lines, and a group of one skips it: every round with peers still runs that function's
+    broadcast, so it is named over the profiler's rare barrier."""
+    _, result = _run(
+        tmp_path,
+        """
+        import json
+
+        def broadcast_reqs(reqs, rank, src, world_size):
+            if world_size == 1:
+                return reqs
+            if rank == src:
+                dist.broadcast(reqs, src)
+            else:
+                dist.broadcast(None, src)
+            return reqs
+
+        class Profiler:
+            def stop(self, rocm):
+                json.load(self.trace)
+                if rocm:
+                    dist.barrier()
+
+        def event_loop(profiler: Profiler, rocm, rank, world_size):
+            while True:
+                broadcast_reqs([], rank, 0, world_size)
+                profiler.stop(rocm)
+        """,
+    )
+    (finding,) = result.findings
+    assert finding.extra["collective"]["callee"] == "torch.distributed.broadcast"
+    assert finding.extra["collective"]["every_round"] is True
