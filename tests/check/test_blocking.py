@@ -475,6 +475,59 @@ def test_work_a_memo_attribute_caches_is_marked_cadenced(tmp_path: Path):
     assert cadence["subprocess.run(['other'])"] is None
 
 
+def test_a_setattr_of_a_computed_name_leaves_a_private_memo_a_cache(tmp_path: Path):
+    """Copying settings by name (`setattr(obj, key, value)` over a mapping) writes what the
+    data names: public fields, not another module's private memo, so `config_of` stays a
+    cache. A public memo attribute may be such a field, and `setattr` with the memo's own name
+    may unset it: no cache then."""
+    findings = _assert_marked(
+        tmp_path,
+        """
+        def apply_overrides(obj, overrides):
+            for key, value in overrides.items():
+                setattr(obj, key, value)
+
+        def config_of(args):
+            memo = getattr(args, "_config", None)
+            if memo is not None:
+                return memo
+            built = open("private")  # expect
+            args._config = built
+            return built
+
+        def public_config_of(args):
+            memo = args.config
+            if memo is not None:
+                return memo
+            built = open("public")  # expect
+            args.config = built
+            return built
+
+        def forget(args):
+            setattr(args, "_table", None)
+
+        def table_of(args):
+            memo = args._table
+            if memo is not None:
+                return memo
+            built = open("reset")  # expect
+            args._table = built
+            return built
+
+        def event_loop(args):
+            while True:
+                config_of(args)
+                public_config_of(args)
+                table_of(args)
+                dist.barrier()
+        """,
+    )
+    cadence = {f.extra["blocking"]["text"]: f.extra["cadence"] for f in findings}
+    assert "args._config" in cadence["open('private')"]
+    assert cadence["open('public')"] is None
+    assert cadence["open('reset')"] is None  # a literal name resets it: no cache
+
+
 def test_thread_liveness_is_read_from_the_condition_not_its_text(tmp_path: Path):
     # `or` makes the join reachable while the thread is alive: a real wait.
     _assert_marked(
