@@ -10,10 +10,15 @@ every round."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rankguard.analysis.stability import SELF, Stability, class_of
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.conditions import Cond
 from rankguard.summary.ir import CALL, SUBSCRIPT, Segs, Stmt, segs_text, walk_statements
+
+# A memo shape: the cadence of the work an `if` statement caches, if it is one.
+MemoShape = Callable[[FunctionRecord, Stmt, Stability], str | None]
 
 
 def past_return(record: FunctionRecord, stmt: Stmt, stability: Stability) -> str | None:

@@ -528,6 +528,53 @@ def test_a_setattr_of_a_computed_name_leaves_a_private_memo_a_cache(tmp_path: Pa
     assert cadence["open('reset')"] is None  # a literal name resets it: no cache
 
 
+def test_a_memo_the_start_up_fills_is_low_confidence(tmp_path: Path):
+    """The round's object builds its configuration in its constructor through the same memo
+    function: the cache is likely filled before the first round, so the build the round reaches
+    is low confidence and says where start-up reaches it. A memo start-up never reaches keeps
+    its confidence: the first round builds it."""
+    findings = _assert_marked(
+        tmp_path,
+        """
+        def config_of(args):
+            memo = getattr(args, "_config", None)
+            if memo is not None:
+                return memo
+            built = open("cfg")  # expect
+            args._config = built
+            return built
+
+        def tokenizer_of(args):
+            memo = getattr(args, "_tok", None)
+            if memo is not None:
+                return memo
+            built = open("tok")  # expect
+            args._tok = built
+            return built
+
+        class Scheduler:
+            def __init__(self, args):
+                self.args = args
+                self.init_config()
+
+            def init_config(self):
+                self.config = config_of(self.args)
+
+            def event_loop(self):
+                while True:
+                    config_of(self.args)
+                    tokenizer_of(self.args)
+                    dist.barrier()
+        """,
+    )
+    by_text = {f.extra["blocking"]["text"]: f.extra for f in findings}
+    warm, cold = by_text["open('cfg')"], by_text["open('tok')"]
+    assert warm["confidence"] == "low" and cold["confidence"] == "high"
+    assert "Scheduler.__init__" in warm["confidence_note"]
+    assert "config_of" in warm["confidence_note"]
+    assert warm["cadenced"] and cold["cadenced"]
+
+
 def test_thread_liveness_is_read_from_the_condition_not_its_text(tmp_path: Path):
     # `or` makes the join reachable while the thread is alive: a real wait.
     _assert_marked(
