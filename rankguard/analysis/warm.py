@@ -14,7 +14,7 @@ reaches, so an edit there does not invalidate kept summaries (`analysis.blocking
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 
 from rankguard.analysis.blocking_types import BlockingCall, copied
 from rankguard.analysis.memo import MemoShape, building, past_return
@@ -27,7 +27,6 @@ from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import Stmt, walk_statements
 
 MemoOf = Callable[[FunctionRecord, Stmt, MemoShape], str | None]
-_SHAPES: tuple[MemoShape, ...] = (past_return, building)
 
 
 class StartUp:
@@ -38,18 +37,17 @@ class StartUp:
         self.stability = stability
         self.memo_of = memo_of
         self._reached: dict[str, dict[str, list[Hop]]] = {}
-        self._memos: dict[str, tuple[str, ...]] = {}
+        self._built: dict[tuple[str, int], bool] = {}
 
     def filled(self, rnd: Round, call: BlockingCall) -> BlockingCall:
         """`call` at low confidence if the memo that caches it is one start-up reaches."""
         if not call.cadenced or call.confidence == "low":
             return call
-        holder = self._holder(call)
+        reached = self._reached_from(rnd)
+        holder = next((f for f in self._holders(call) if f in reached), None)
         if holder is None:
             return call
-        chain = self._reached_from(rnd).get(holder)
-        if chain is None:
-            return call
+        chain = reached[holder]
         start = chain[0].function if chain else holder
         why = (
             f"cached by `{_short(holder)}`, which the round's start-up reaches too "
@@ -58,20 +56,30 @@ class StartUp:
         )
         return copied(call, confidence="low", note=f"{why}; {call.note}" if call.note else why)
 
-    def _holder(self, call: BlockingCall) -> str | None:
-        """The function on the chain whose memo gave the call its cadence."""
-        for function in (*(hop.function for hop in call.chain), call.function):
-            if call.cadenced in self._memos_of(function):
-                return function
-        return None
+    def _holders(self, call: BlockingCall) -> Iterator[str]:
+        """The functions on the chain, outermost first, whose memo's build side the chain
+        passes through (a `functools` cache inside a build may have given the call its
+        cadence: any filled memo around it keeps it from running)."""
+        steps = [(hop.function, hop.line) for hop in call.chain]
+        for function, line in (*steps, (call.function, call.line)):
+            if self._building(function, line):
+                yield function
 
-    def _memos_of(self, function: str) -> tuple[str, ...]:
-        found = self._memos.get(function)
+    def _building(self, function: str, line: int) -> bool:
+        """The call at `line` runs on the build side of a memo of `function`: after `if memo is
+        not None: return memo` in the same block, or inside `if self._x is None:`."""
+        key = (function, line)
+        found = self._built.get(key)
         if found is None:
             record = self.program.functions.get(function)
-            ifs = [s for s in walk_statements(record.info.body) if s.kind == "if"] if record else []
-            texts = (self.memo_of(record, s, shape) for s in ifs for shape in _SHAPES if record)
-            found = self._memos[function] = tuple(t for t in texts if t)
+            found = self._built[key] = record is not None and any(
+                _holds(rest, line)
+                for block in _blocks(record.info.body)
+                for index, stmt in enumerate(block)
+                if stmt.kind == "if"
+                for shape, rest in ((past_return, block[index + 1 :]), (building, stmt.blocks[0]))
+                if self.memo_of(record, stmt, shape)
+            )
         return found
 
     def _reached_from(self, rnd: Round) -> dict[str, list[Hop]]:
@@ -86,6 +94,18 @@ class StartUp:
             roots = sorted(f"{c}.{name}" for c in classes for name in ("__init__", "__post_init__"))
             found = self._reached[owner] = reach_from(self.program, roots)
         return found
+
+
+def _blocks(body: Sequence[Stmt]) -> Iterator[Sequence[Stmt]]:
+    yield body
+    for stmt in walk_statements(body):
+        yield from stmt.blocks
+
+
+def _holds(stmts: Sequence[Stmt], line: int) -> bool:
+    return any(
+        s.line == line or any(c.line == line for c in s.calls) for s in walk_statements(stmts)
+    )
 
 
 def _short(name: str) -> str:

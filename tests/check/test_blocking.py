@@ -536,6 +536,8 @@ def test_a_memo_the_start_up_fills_is_low_confidence(tmp_path: Path):
     findings = _assert_marked(
         tmp_path,
         """
+        import json
+
         def config_of(args):
             memo = getattr(args, "_config", None)
             if memo is not None:
@@ -559,12 +561,30 @@ def test_a_memo_the_start_up_fills_is_low_confidence(tmp_path: Path):
 
             def init_config(self):
                 self.config = config_of(self.args)
+                self.layout = layout_of(self.args)
 
             def event_loop(self):
                 while True:
                     config_of(self.args)
                     tokenizer_of(self.args)
+                    layout_of(self.args)
                     dist.barrier()
+
+        @functools.lru_cache
+        def read_layout(path):
+            return open(path)  # expect
+
+        @functools.lru_cache
+        def read_header(name):
+            return json.load(name)  # expect
+
+        def layout_of(args):
+            read_header(args.name)
+            memo = getattr(args, "_layout", None)
+            if memo is not None:
+                return memo
+            args._layout = read_layout("layout")
+            return args._layout
         """,
     )
     by_text = {f.extra["blocking"]["text"]: f.extra for f in findings}
@@ -573,6 +593,11 @@ def test_a_memo_the_start_up_fills_is_low_confidence(tmp_path: Path):
     assert "Scheduler.__init__" in warm["confidence_note"]
     assert "config_of" in warm["confidence_note"]
     assert warm["cadenced"] and cold["cadenced"]
+    # Cached twice (a `functools` cache inside the memo's build): the warm memo still holds it.
+    layout = by_text["open(path)"]
+    assert "lru_cache" in layout["cadence"] and layout["confidence"] == "low"
+    # Before the memo's test: it runs on every call, whatever the memo holds.
+    assert by_text["json.load(name)"]["confidence"] == "high"
 
 
 def test_thread_liveness_is_read_from_the_condition_not_its_text(tmp_path: Path):
