@@ -20,7 +20,9 @@ placements that hold on entry, usually none), memoised:
 - `first`: the collectives it reaches before any other collective (with the chain);
 - `pairs`: (blocking call, collective) pairs wholly inside it;
 - `tail`: blocking calls that may still be pending when it returns;
-- `passes`: some path returns without running a collective.
+- `passes`: some path returns without running a collective;
+- `sure`: the collective calls every path that returns runs (`Regions.every` is the round's:
+  the collectives every iteration runs, which surely follow any call in it).
 
 A call into a function whose `first` is non-empty is a collective site for its caller (DESIGN
 §2.1): pending calls pair with every collective in `first`, and only its `tail` is pending

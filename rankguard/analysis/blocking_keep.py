@@ -198,12 +198,13 @@ class _Shift:
         first = {self.site(s): self.chain(c) for s, c in summary.first.items()}
         pairs = [self.pair(p) for p in summary.pairs.values()]
         tail = [self.call(c) for c in summary.tail.values()]
+        sure = frozenset(self.site(s) for s in summary.sure)
         if self.sign < 0:
             # Relative lines do not tell apart calls at the same place in two functions of
             # one file: stored under their absolute keys, re-keyed when lines come back.
             kept_pairs = dict(zip(summary.pairs, pairs, strict=True))
             return Summary(first, kept_pairs, dict(zip(summary.tail, tail, strict=True)),
-                           summary.passes, summary.writers, summary.sure)  # fmt: skip
+                           summary.passes, summary.writers, sure)  # fmt: skip
         rekeyed = {p.key: p for p in pairs}
         rekeyed_tail = {c.key: c for c in tail}
-        return Summary(first, rekeyed, rekeyed_tail, summary.passes, summary.writers, summary.sure)
+        return Summary(first, rekeyed, rekeyed_tail, summary.passes, summary.writers, sure)

@@ -8,6 +8,7 @@ one before a cadenced one) and only the facts all joined paths agree on.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
@@ -108,7 +109,7 @@ class Summary:
     # below, each with whether the path was in doubt already (`analysis.doubts`).
     writers: frozenset[tuple[str, bool]] = frozenset()
     # The collective operations every path that returns runs (`State.ran` where they join).
-    sure: frozenset[tuple[str, str]] = frozenset()
+    sure: frozenset[CollectiveSite] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +126,7 @@ class State:
     # The collective operations (`CollectiveSite.operation`) this path has run in the
     # function: where paths join, those all ran. One that every way through a round's
     # iteration runs surely follows any call in it.
-    ran: frozenset[tuple[str, str]] = frozenset()
+    ran: frozenset[CollectiveSite] = frozenset()
 
     def evolve(self, **changes: Any) -> State:
         return copied(self, **changes)
@@ -192,8 +193,22 @@ def join(states: Iterable[State | None]) -> State | None:
     env = _agreed([s.env for s in live])
     known = _agreed([s.known for s in live])
     taken = tuple(t for t in live[0].taken if all(t in s.taken for s in live[1:]))
-    ran = live[0].ran.intersection(*(s.ran for s in live[1:]))
-    return State(any(s.clean for s in live), pending, env, known, taken, ran)
+    return State(any(s.clean for s in live), pending, env, known, taken, _ran(live))
+
+
+def _ran(live: list[State]) -> frozenset[CollectiveSite]:
+    """The sites every path ran, and those of an operation each path ran exactly once at
+    different sites (`broadcast_pyobj`'s sender or receiver side): each such site is marked
+    as the one of its side. The first set is handed on when every path holds it (most do:
+    building a set at every join cost memory on a large tree)."""
+    if all(s.ran is live[0].ran for s in live[1:]):
+        return live[0].ran
+    common = live[0].ran.intersection(*(s.ran for s in live[1:]))
+    counts = [Counter(site.operation for site in s.ran) for s in live]
+    either = {op for op in counts[0] if all(c.get(op) == 1 for c in counts)}
+    if not either:
+        return common
+    return common | {site for s in live for site in s.ran if site.operation in either}
 
 
 def _agreed(maps: list[Mapping[Any, Any]]) -> dict[Any, Any]:
@@ -229,7 +244,7 @@ class Regions:
     round: Round
     pairs: list[Pair]
     tail: list[BlockingCall]
-    every: frozenset[tuple[str, str]] = frozenset()
+    every: frozenset[CollectiveSite] = frozenset()
 
 
 def cadenced(call: BlockingCall, reason: str) -> BlockingCall:

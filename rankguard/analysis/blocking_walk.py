@@ -310,7 +310,13 @@ class Walk:
             # A call on a side of `x if c else y` (or past `a and`) the facts exclude: not run.
             excluded = any(self.a.infeasible(c, side, state.known) for c, side in call.under)
             if not call.deferred and not excluded:
+                ran = state.ran
                 state = self.call(call, calls, state, guards, cadence, advance)
+                maybe = call.bound or not all(
+                    self.a.infeasible(c, not side, state.known) for c, side in call.under
+                )
+                if maybe and state.ran is not ran:  # `a and f()`, `[f(x) for x in xs]`
+                    state = state.evolve(ran=ran)
         return state
 
     def call(
@@ -346,18 +352,22 @@ class Walk:
             kind = self.a.collectives.kind(target.name)
             if kind is not None:
                 site = CollectiveSite(target.name, kind, self.record.path, call.line, self.fn)
-                ran = Summary({site: ()}, {}, {}, sure=frozenset((site.operation,)))
+                ran = Summary({site: ()}, {}, {}, sure=frozenset((site,)))
                 outcomes.append(self.apply(ran, state, hop, cadence))
             elif target.name in self.a.program.functions:
                 if not advance and target.via != "advanced" and self.a.suspended(target.name):
                     continue  # a generator: its body runs where it is advanced
                 bound = self.a.receivers.bound(target.name, receiver)
-                outcomes.append(
-                    self.enter(target.name, state, hop, cadence, call, stmt_calls, bound)
-                )
+                entered = self.enter(target.name, state, hop, cadence, call, stmt_calls, bound)
+                if self.a.suspended(target.name):  # advanced: it may stop at any `yield`
+                    entered = entered.evolve(ran=state.ran)
+                outcomes.append(entered)
         if not outcomes:
             return state
-        return join(outcomes) or state
+        joined = join(outcomes) or state
+        if any(Hop(self.fn, "", 0, edge_of(t)).weak for t in targets):  # a guess: not sure
+            return joined.evolve(ran=state.ran)
+        return joined
 
     def properties(self, stmt: Stmt, state: State, cadence: str | None) -> State:
         for ref in stmt.reads:
@@ -420,7 +430,7 @@ class Walk:
         if state.clean:
             for site, chain in first.items():
                 self.first.setdefault(site, chain)
-        ran = state.ran | summary.sure if summary.sure else state.ran
+        ran = state.ran if summary.sure <= state.ran else state.ran | summary.sure
         if summary.passes or not first:  # a path with no collective: pending calls still wait
             pending = dict(state.pending)
             merge(pending, tail)

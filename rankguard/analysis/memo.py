@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from rankguard.analysis.stability import SELF, Stability, class_of
+from rankguard.analysis.stability import ANY_NAME, COMPUTED_NAME, SELF, Stability, class_of
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.conditions import Cond
 from rankguard.summary.ir import CALL, SUBSCRIPT, Segs, Stmt, segs_text, walk_statements
@@ -46,6 +46,17 @@ def building(record: FunctionRecord, stmt: Stmt, stability: Stability) -> str | 
     return reason if built else None
 
 
+def held_by(record: FunctionRecord, stmt: Stmt) -> str | None:
+    """What holds the memo `stmt` tests (`self`, or a parameter's name), if it is a memo test
+    of either shape."""
+    for unset in (False, True):
+        tested = _tested(stmt.cond, unset) if stmt.kind == "if" else None
+        attribute = _attribute_of(record, tested) if tested else None
+        if attribute is not None:
+            return attribute[0]
+    return None
+
+
 def _cached(record: FunctionRecord, stmt: Stmt, tested: Segs, stability: Stability) -> str | None:
     """`tested` reads a memo attribute: of `self` or of a parameter (an object that outlives
     the call), set to a value after `stmt` by this function, and unset by no other function
@@ -75,12 +86,17 @@ def _reset_elsewhere(
     """Another function may unset the memo: it writes the attribute otherwise than by
     assigning it a value (`= None`, `del`, `setattr`, a mutating call). Another that fills
     it (a hook building the same cached object) leaves it a cache. A private memo (`_name`)
-    is not written by a name computed at run time (`setattr(obj, key, v)` over a mapping):
-    such names come from data, settings and fields, which do not spell a module's private
-    state; a public memo may be one of them."""
+    is not written by a name computed at run time on another object (`setattr(args, key, v)`
+    over a mapping): such names come from data, settings and fields, which do not spell a
+    module's private state. A public memo may be one of them, and an object may clear its own
+    caches by the names it lists (`setattr(self, name, None)`) or through its `__dict__`."""
     writers = stability.writers(owner, name) - {record.qualname}
     if name.startswith("_"):
-        writers &= {function for function, _ in stability.writes().get(name, ())}
+        writes = stability.writes()
+        copied = {f for f, target in writes.get(COMPUTED_NAME, ()) if target[:1] != (SELF,)}
+        named = {f for key in (name, ANY_NAME) for f, _ in writes.get(key, ())}
+        own = {f for f, target in writes.get(COMPUTED_NAME, ()) if target[:1] == (SELF,)}
+        writers -= copied - named - own
     for function in writers:
         body = stability.program.functions[function].info.body
         sets = [s for s in walk_statements(body) if any(t[-1:] == (name,) for t in s.targets)]

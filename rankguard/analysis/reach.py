@@ -66,19 +66,27 @@ def match_rounds(program: Program, patterns: Sequence[str]) -> list[FunctionReco
     ]
 
 
-def reach_from(program: Program, roots: Sequence[str]) -> dict[str, list[Hop]]:
-    """Every function reachable from `roots`, with a shortest chain (roots map to [])."""
+def reach_from(
+    program: Program,
+    roots: Sequence[str],
+    kinds: Sequence[str] = FOLLOWED,
+    avoid: frozenset[str] = frozenset(),
+) -> dict[str, list[Hop]]:
+    """Every function reachable from `roots` by edges of `kinds`, with a shortest chain (roots
+    map to []); the functions in `avoid` are reached but not followed."""
     chains: dict[str, list[Hop]] = {root: [] for root in roots if root in program.functions}
     queue = deque(sorted(chains))
     while queue:
         caller = queue.popleft()
+        if caller in avoid:
+            continue
         # The resolved calls, not the networkx view of them: no graph is built for this.
         edges = sorted(
             {
                 (resolved.call.line, target.name)
                 for resolved in program.calls.get(caller, ())
                 for target in resolved.targets
-                if target.kind in FOLLOWED and target.name in program.functions
+                if target.kind in kinds and target.name in program.functions
             }
         )
         for line, callee in edges:

@@ -37,7 +37,8 @@ CONSTRUCTORS = frozenset(("__init__", "__post_init__", "__new__"))
 SELF = "self"
 _ANY = None  # a write whose receiver's class the model does not know
 UNTYPED = "<untyped>"  # the receiver of `setattr(...)` when the call does not name one
-ANY_NAME = "<any attribute>"  # `obj.__dict__[k] = v`, `setattr(obj, name, v)`: any name
+ANY_NAME = "<any attribute>"  # `obj.__dict__[k] = v`: any name
+COMPUTED_NAME = "<computed name>"  # `setattr(obj, name, v)`: any name the data spells
 
 
 class Stability:
@@ -69,7 +70,11 @@ class Stability:
         writes = self.writes()
         return frozenset(
             function
-            for function, target in (*writes.get(attr, ()), *writes.get(ANY_NAME, ()))
+            for function, target in (
+                *writes.get(attr, ()),
+                *writes.get(ANY_NAME, ()),
+                *writes.get(COMPUTED_NAME, ()),
+            )
             for owners in (self._owners_of(function, target),)
             if related is None or owners is _ANY or owners & related
         )
@@ -190,7 +195,7 @@ class Stability:
             values = self.program.evaluate(function, target[:-1])
             if values and all(v.kind == "instance" for v in values):
                 owners = frozenset(v.name for v in values)
-        if owners is _ANY and target[-1] == ANY_NAME:
+        if owners is _ANY and target[-1] in (ANY_NAME, COMPUTED_NAME):
             # Reflection with a computed name on a receiver the model cannot type
             # (`setattr(module, attr_name, t)`) is not followed, as an unresolved call is not:
             # taken as any name on any object it would unsettle every fact in the program.
@@ -298,7 +303,7 @@ def _mutated(call: CallSite) -> Segs | None:
         name = next((v for k, v in call.literals if k == "1"), None)
         first = call.operands[0].ref if call.operands and call.operands[0].keyword is None else None
         receiver = first if first else (UNTYPED,)
-        return (*receiver, str(name) if isinstance(name, str) else ANY_NAME)
+        return (*receiver, str(name) if isinstance(name, str) else COMPUTED_NAME)
     if len(target) >= 3 and target[-1] in _MUTATORS:
         return _written(target[:-1])
     return None

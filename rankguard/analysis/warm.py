@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 
 from rankguard.analysis.blocking_types import BlockingCall, copied
-from rankguard.analysis.memo import MemoShape, building, past_return
+from rankguard.analysis.memo import MemoShape, building, held_by, past_return
 from rankguard.analysis.reach import reach_from
 from rankguard.analysis.rounds import Round
-from rankguard.analysis.stability import Stability, class_of
+from rankguard.analysis.stability import SELF, Stability, class_of
 from rankguard.core.chains import Hop
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
@@ -36,63 +36,82 @@ class StartUp:
         self.program = program
         self.stability = stability
         self.memo_of = memo_of
-        self._reached: dict[str, dict[str, list[Hop]]] = {}
-        self._built: dict[tuple[str, int], bool] = {}
+        self._reached: dict[tuple[str, str], dict[str, list[Hop]]] = {}
+        self._built: dict[tuple[str, int], str | None] = {}
 
     def filled(self, rnd: Round, call: BlockingCall) -> BlockingCall:
-        """`call` at low confidence if the memo that caches it is one start-up reaches."""
-        if not call.cadenced or call.confidence == "low":
+        """`call` at low confidence if a memo that caches it is one start-up reaches: a memo
+        held by a parameter (an argument set handed around), or one held by `self` of the
+        round's own object (another object's memo is another cache)."""
+        owner = class_of(rnd.function)
+        if not call.cadenced or call.confidence == "low" or owner is None:
             return call
-        reached = self._reached_from(rnd)
-        holder = next((f for f in self._holders(call) if f in reached), None)
+        reached = self._reached_from(rnd, owner)
+        ours = self.stability.related(owner)
+        holder = next(
+            (
+                function
+                for function, root in self._holders(call)
+                if function in reached and (root != SELF or self._class(function) in ours)
+            ),
+            None,
+        )
         if holder is None:
             return call
         chain = reached[holder]
         start = chain[0].function if chain else holder
+        path = f"`{start}` -> ... -> `{holder}`" if chain else f"`{holder}`"
         why = (
-            f"cached by `{_short(holder)}`, which the round's start-up reaches too "
-            f"(`{_short(start)}` -> ... -> `{_short(holder)}`): the cache is likely filled "
-            "before the first round"
+            f"cached by `{holder}`, which the round's start-up reaches too ({path}): the cache "
+            "is likely filled before the first round"
         )
         return copied(call, confidence="low", note=f"{why}; {call.note}" if call.note else why)
 
-    def _holders(self, call: BlockingCall) -> Iterator[str]:
+    def _class(self, function: str) -> str | None:
+        return class_of(self.program.functions[function])
+
+    def _holders(self, call: BlockingCall) -> Iterator[tuple[str, str]]:
         """The functions on the chain, outermost first, whose memo's build side the chain
-        passes through (a `functools` cache inside a build may have given the call its
-        cadence: any filled memo around it keeps it from running)."""
+        passes through, each with what holds the memo (a `functools` cache inside a build may
+        have given the call its cadence: any filled memo around it keeps it from running)."""
         steps = [(hop.function, hop.line) for hop in call.chain]
         for function, line in (*steps, (call.function, call.line)):
-            if self._building(function, line):
-                yield function
+            root = self._building(function, line)
+            if root is not None:
+                yield function, root
 
-    def _building(self, function: str, line: int) -> bool:
-        """The call at `line` runs on the build side of a memo of `function`: after `if memo is
-        not None: return memo` in the same block, or inside `if self._x is None:`."""
+    def _building(self, function: str, line: int) -> str | None:
+        """What holds the memo on whose build side the call at `line` runs (after `if memo is
+        not None: return memo` in the same block, or inside `if self._x is None:`), if any."""
         key = (function, line)
-        found = self._built.get(key)
-        if found is None:
-            record = self.program.functions.get(function)
-            found = self._built[key] = record is not None and any(
-                _holds(rest, line)
-                for block in _blocks(record.info.body)
-                for index, stmt in enumerate(block)
-                if stmt.kind == "if"
-                for shape, rest in ((past_return, block[index + 1 :]), (building, stmt.blocks[0]))
-                if self.memo_of(record, stmt, shape)
-            )
-        return found
+        if key not in self._built:
+            self._built[key] = self._find_building(function, line)
+        return self._built[key]
 
-    def _reached_from(self, rnd: Round) -> dict[str, list[Hop]]:
-        """Every function the constructors of the round's object reach (its class, the classes
-        it derives from and those derived from it: the object may be any of them)."""
-        owner = class_of(rnd.function)
-        if owner is None:
-            return {}
-        found = self._reached.get(owner)
+    def _find_building(self, function: str, line: int) -> str | None:
+        record = self.program.functions.get(function)
+        if record is None:
+            return None
+        for block in _blocks(record.info.body):
+            for index, stmt in enumerate(block):
+                if stmt.kind != "if":
+                    continue
+                for shape, rest in ((past_return, block[index + 1 :]), (building, stmt.blocks[0])):
+                    if _holds(rest, line) and self.memo_of(record, stmt, shape):
+                        return held_by(record, stmt)
+        return None
+
+    def _reached_from(self, rnd: Round, owner: str) -> dict[str, list[Hop]]:
+        """Every function the constructors of the round's object reach by plain calls (of its
+        class, the classes it derives from and those derived from it: the object may be any
+        of them), up to the round function: what it runs is the first round, not start-up."""
+        key = (owner, rnd.function.qualname)
+        found = self._reached.get(key)
         if found is None:
             classes = self.stability.related(owner)
             roots = sorted(f"{c}.{name}" for c in classes for name in ("__init__", "__post_init__"))
-            found = self._reached[owner] = reach_from(self.program, roots)
+            found = reach_from(self.program, roots, ("call",), frozenset((rnd.function.qualname,)))
+            self._reached[key] = found
         return found
 
 
@@ -106,8 +125,3 @@ def _holds(stmts: Sequence[Stmt], line: int) -> bool:
     return any(
         s.line == line or any(c.line == line for c in s.calls) for s in walk_statements(stmts)
     )
-
-
-def _short(name: str) -> str:
-    """`Class.method` or `function`: enough to find it, short enough for a note."""
-    return ".".join(name.split(".")[-2:])

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from rankguard.analysis.blocking import Pair
+from rankguard.analysis.collectives import CollectiveSite
 from rankguard.core import progress
 from rankguard.core.chains import chain_json, chain_key
 from rankguard.core.findings import Finding, fingerprint
@@ -179,7 +180,7 @@ class BlockingBeforeCollective(Rule):
         analysis.forget_summaries()  # every round is walked; the next rules need only facts
 
 
-def _headline(pairs: list[Pair], every: frozenset[tuple[str, str]]) -> Pair:
+def _headline(pairs: list[Pair], every: frozenset[CollectiveSite]) -> Pair:
     """The first pair on a path that needs no round fact to change (`analysis.doubts`); among
     those, one whose collective every iteration of the round runs (it surely follows the call,
     where another may sit behind a condition the model cannot judge); then the first whose
@@ -187,13 +188,13 @@ def _headline(pairs: list[Pair], every: frozenset[tuple[str, str]]) -> Pair:
 
     def order(pair: Pair) -> tuple[bool, ...]:
         weak = any(hop.weak for hop in pair.chain)
-        return (*pair.blocking.rank, pair.site.operation not in every, weak)
+        return (*pair.blocking.rank, pair.site not in every, weak)
 
     return min(pairs, key=order)
 
 
 def _finding(
-    rule: str, round_name: str, pairs: list[Pair], every: frozenset[tuple[str, str]]
+    rule: str, round_name: str, pairs: list[Pair], every: frozenset[CollectiveSite]
 ) -> Finding:
     first = _headline(pairs, every)
     call = first.blocking
@@ -202,7 +203,7 @@ def _finding(
     unsure = f" [confidence {call.confidence}: {call.note}]" if call.confidence != "high" else ""
     more = f" and {len(pairs) - 1} other collective(s)" if len(pairs) > 1 else ""
     where = "the next round's first collective " if first.tail else ""
-    sure = " (it runs every round)" if site.operation in every else ""
+    sure = " (it runs every round)" if site in every else ""
     message = (
         f"`{call.text}` ({call.kind}: {call.reason}) may stall this rank before {where}"
         f"`{site.callee}` at {site.path}:{site.line}{sure}{more}, where every peer waits"
@@ -224,9 +225,9 @@ def _finding(
     return Finding(call.path, call.line, rule, message, key, extra)
 
 
-def _collective(pair: Pair, every: frozenset[tuple[str, str]]) -> dict[str, Any]:
+def _collective(pair: Pair, every: frozenset[CollectiveSite]) -> dict[str, Any]:
     site = pair.site
-    every_round = site.operation in every
+    every_round = site in every
     return {
         **site.to_json(),
         "kind": site.kind,

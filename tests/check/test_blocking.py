@@ -528,6 +528,42 @@ def test_a_setattr_of_a_computed_name_leaves_a_private_memo_a_cache(tmp_path: Pa
     assert cadence["open('reset')"] is None  # a literal name resets it: no cache
 
 
+@pytest.mark.parametrize(
+    "reset",
+    [
+        'self.__dict__.pop("_tok", None)',
+        "for name in self._CACHES:\n                    setattr(self, name, None)",
+    ],
+    ids=["through __dict__", "a computed name on itself"],
+)
+def test_an_object_that_resets_its_own_private_memo_has_no_cache(tmp_path: Path, reset: str):
+    """A fresh reader's programs: an object clearing its own caches (through `__dict__`, or by
+    names it lists) unsets the memo every round: not a cache, though the names are computed."""
+    _, result = _run(
+        tmp_path,
+        f"""
+        class Holder:
+            _CACHES = ("_tok",)
+
+            def tok(self):
+                if self._tok is None:
+                    self._tok = open("tok")
+                return self._tok
+
+            def invalidate(self):
+                {reset}
+
+        def event_loop(h: Holder):
+            while True:
+                h.invalidate()
+                h.tok()
+                dist.barrier()
+        """,
+    )
+    (finding,) = result.findings
+    assert finding.extra["cadence"] is None
+
+
 def test_a_memo_the_start_up_fills_is_low_confidence(tmp_path: Path):
     """The round's object builds its configuration in its constructor through the same memo
     function: the cache is likely filled before the first round, so the build the round reaches
@@ -598,6 +634,74 @@ def test_a_memo_the_start_up_fills_is_low_confidence(tmp_path: Path):
     assert "lru_cache" in layout["cadence"] and layout["confidence"] == "low"
     # Before the memo's test: it runs on every call, whatever the memo holds.
     assert by_text["json.load(name)"]["confidence"] == "high"
+
+
+_NOT_WARM = {
+    "another object's memo": """
+        class Cache:
+            def get(self):
+                if self._v is None:
+                    self._v = open("v")
+                return self._v
+
+        class Helper:
+            def __init__(self):
+                Cache().get()
+
+        class Scheduler:
+            def __init__(self):
+                self.helper = Helper()
+                self.cache = Cache()
+
+            def event_loop(self):
+                while True:
+                    self.cache.get()
+                    dist.barrier()
+        """,
+    "start-up reaches it only by a guessed edge": """
+        class Loader:
+            def load_once(self):
+                if self._tok is None:
+                    self._tok = open("tok")
+                return self._tok
+
+        class Scheduler:
+            def __init__(self, other):
+                other.load_once()
+
+            def event_loop(self, loader: Loader):
+                while True:
+                    loader.load_once()
+                    dist.barrier()
+        """,
+    "the constructor runs the round": """
+        def config_of(args):
+            memo = getattr(args, "_config", None)
+            if memo is not None:
+                return memo
+            built = open("cfg")
+            args._config = built
+            return built
+
+        class Scheduler:
+            def __init__(self, args):
+                self.args = args
+                self.event_loop()
+
+            def event_loop(self):
+                while True:
+                    config_of(self.args)
+                    dist.barrier()
+        """,
+}
+
+
+@pytest.mark.parametrize("program", list(_NOT_WARM), ids=list(_NOT_WARM))
+def test_a_memo_start_up_does_not_fill_keeps_its_confidence(tmp_path: Path, program: str):
+    """A fresh reader's programs: the memo the round builds is not one start-up fills."""
+    _, result = _run(tmp_path, _NOT_WARM[program], {"rounds": ["*.event_loop"]})
+    (finding,) = result.findings
+    assert finding.extra["cadenced"] and finding.extra["confidence"] == "high"
 
 
 def test_thread_liveness_is_read_from_the_condition_not_its_text(tmp_path: Path):
@@ -855,3 +959,85 @@ def test_an_operation_every_round_runs_on_different_lines_is_still_sure(tmp_path
     (finding,) = result.findings
     assert finding.extra["collective"]["callee"] == "torch.distributed.broadcast"
     assert finding.extra["collective"]["every_round"] is True
+
+
+_NOT_EVERY_ROUND = {
+    "a conditional call of a primitive the function also calls unconditionally": """
+        def event_loop(flag):
+            while True:
+                time.sleep(1)
+                if flag:
+                    dist.all_reduce(None)
+                dist.all_reduce(None)  # every
+        """,
+    "the same, in a helper": """
+        def reduce(t, extra):
+            if extra:
+                dist.all_reduce(t)
+            dist.all_reduce(t)  # every
+
+        def event_loop(flag):
+            while True:
+                time.sleep(1)
+                reduce(None, flag)
+        """,
+    "a generator the loop stops advancing": """
+        def items():
+            yield 1
+            dist.all_reduce(None)
+
+        def event_loop(flag):
+            while True:
+                time.sleep(1)
+                if flag:
+                    dist.barrier()
+                for x in items():
+                    break
+        """,
+    "a guessed edge": """
+        class Comm:
+            def sync_everything(self):
+                dist.all_reduce(None)
+
+        def event_loop(flag, obj):
+            while True:
+                time.sleep(1)
+                if flag:
+                    dist.barrier()
+                obj.sync_everything()
+        """,
+    "a short circuit": """
+        def sync():
+            dist.all_reduce(None)
+
+        def event_loop(flag, other):
+            while True:
+                time.sleep(1)
+                if other:
+                    dist.barrier()
+                v = flag and sync()
+        """,
+    "a comprehension over what may be empty": """
+        def sync(t):
+            dist.all_reduce(t)
+
+        def event_loop(items, other):
+            while True:
+                time.sleep(1)
+                if other:
+                    dist.barrier()
+                out = [sync(t) for t in items]
+        """,
+}
+
+
+@pytest.mark.parametrize("program", list(_NOT_EVERY_ROUND), ids=list(_NOT_EVERY_ROUND))
+def test_every_round_is_claimed_only_where_every_path_runs_it(tmp_path: Path, program: str):
+    """A fresh reader's programs: each collective claimed to run every round must (the lines
+    marked `# every`); none of the others may be."""
+    code, result = _run(tmp_path, _NOT_EVERY_ROUND[program], include_round_tail=False)
+    claimed = {
+        c["line"] for f in result.findings for c in f.extra["collectives"] if c["every_round"]
+    }
+    marked = {i for i, text in enumerate(code.splitlines(), 1) if text.endswith("# every")}
+    assert claimed == marked
