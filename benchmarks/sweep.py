@@ -48,7 +48,7 @@ CORPORA = {
     "megatron-core": Corpus(
         "megatron-core==0.14.0",
         "megatron/core",
-        ("*.forward_backward_*", "*.run_engine", "*.DynamicInferenceEngine.step"),
+        ("*.forward_backward_*", "*.run_engine"),
     ),
     "deepspeed": Corpus(
         "deepspeed==0.17.5",
