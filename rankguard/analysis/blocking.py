@@ -62,6 +62,7 @@ from rankguard.analysis.hardware import platform_facts
 from rankguard.analysis.instances import Instances
 from rankguard.analysis.launches import Launches
 from rankguard.analysis.memo import MemoShape
+from rankguard.analysis.overrides import configured
 from rankguard.analysis.passed import PassedCallables
 from rankguard.analysis.reach import FOLLOWED
 from rankguard.analysis.receivers import Receivers
@@ -264,11 +265,14 @@ class BlockingAnalysis:
         if self.inductive(record.qualname, writers):
             pairs = {k: p for k, p in pairs.items() if not p.blocking.doubt}
             tail = {k: c for k, c in tail.items() if not c.doubt}
-        filled = self.start_up.filled
+
+        def judged(call: BlockingCall) -> BlockingCall:
+            return configured(self.start_up.filled(rnd, call))
+
         return Regions(
             rnd,
-            [_with_blocking(p, filled(rnd, p.blocking)) for p in pairs.values()],
-            [filled(rnd, c) for c in tail.values()],
+            [_with_blocking(p, judged(p.blocking)) for p in pairs.values()],
+            [judged(c) for c in tail.values()],
             every,
         )
 

@@ -791,6 +791,29 @@ def test_a_chain_through_a_subclass_override_says_so(tmp_path: Path):
     )
     (finding,) = result.findings
     assert [h.get("edge") for h in finding.extra["chain"]] == ["override", None]
+    # The device sync is known, the configuration is not: at most medium, saying which class.
+    assert finding.extra["confidence"] == "medium"
+    assert "SyncingBackend.prepare" in finding.extra["confidence_note"]
+
+
+def test_a_plain_chain_keeps_its_confidence_beside_an_override(tmp_path: Path):
+    """The declared class itself blocks: no configuration is guessed, the finding stays high."""
+    _, result = _run(
+        tmp_path,
+        """
+        class Backend:
+            def prepare(self, x):
+                return x.tolist()
+
+        def event_loop(backend: Backend):
+            while True:
+                backend.prepare(torch.ones(2, device="cuda"))
+                dist.barrier()
+        """,
+        include_round_tail=False,
+    )
+    (finding,) = result.findings
+    assert finding.extra["confidence"] == "high"
 
 
 def test_the_named_collective_is_one_a_plain_path_reaches(tmp_path: Path):
