@@ -93,16 +93,31 @@ def _reset_elsewhere(
     writers = stability.writers(owner, name) - {record.qualname}
     if name.startswith("_"):
         writes = stability.writes()
-        copied = {f for f, target in writes.get(COMPUTED_NAME, ()) if target[:1] != (SELF,)}
+        computed = {f for f, _ in writes.get(COMPUTED_NAME, ())}
         named = {f for key in (name, ANY_NAME) for f, _ in writes.get(key, ())}
-        own = {f for f, target in writes.get(COMPUTED_NAME, ()) if target[:1] == (SELF,)}
-        writers -= copied - named - own
+        writers -= computed - named - _clearing_itself(stability, owner, name)
     for function in writers:
         body = stability.program.functions[function].info.body
         sets = [s for s in walk_statements(body) if any(t[-1:] == (name,) for t in s.targets)]
         if not sets or any(s.kind != "assign" or s.tree == ("const", None) for s in sets):
             return True
     return False
+
+
+def _clearing_itself(stability: Stability, owner: str | None, name: str) -> set[str]:
+    """Methods that set computed names on their own object (`setattr(self, name, None)` over
+    the names it lists) where that object may hold the memo: of the memo's class, or, for a
+    memo on an object of unknown class, of a class that assigns `self.<name>` itself. An
+    attribute hook (`__setattr__`) sets what an assignment names: those are counted already."""
+    functions = stability.program.functions
+    holders = stability.related(owner) if owner else stability.holders(name)
+    return {
+        function
+        for function, target in stability.writes().get(COMPUTED_NAME, ())
+        if target[:1] == (SELF,)
+        and functions[function].info.name != "__setattr__"
+        and class_of(functions[function]) in holders
+    }
 
 
 def _tested(cond: Cond, unset: bool) -> Segs | None:

@@ -105,6 +105,17 @@ class Stability:
                     return False
         return True
 
+    def holders(self, attr: str) -> frozenset[str]:
+        """The classes whose own methods (construction included) assign `self.<attr>` by name:
+        the objects known to carry that attribute."""
+        functions = self.program.functions
+        found = {owner for _, owner in self._construction_writes().get(attr, ())}
+        for function, target in self.writes().get(attr, ()):
+            owner = class_of(functions[function]) if target[:1] == (SELF,) else None
+            if owner is not None:
+                found.add(owner)
+        return frozenset(found)
+
     def _construction_writes(self) -> dict[str, list[tuple[str, str]]]:
         """attribute -> (construction function, its class) for each `self.a = ...` there."""
         if self._construction_written is None:
