@@ -66,6 +66,7 @@ class RankSourceCatalog:
     generators: tuple[Generator, ...]
     device_identity: frozenset[str]  # the device model's identity: uniform, never a `driver`
     group_suffix: re.Pattern[str]
+    world_groups: frozenset[str]  # handles of the default group, by resolved dotted name
     _memo: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
     _compiled: list[tuple[str, re.Pattern[str]]] = field(
         default_factory=list, compare=False, repr=False
@@ -283,6 +284,7 @@ _COPIED = (
     "generators",
     "device_identity",
     "group_suffix",
+    "world_groups",
 )
 
 
@@ -348,6 +350,7 @@ def parse_rank_sources(data: dict) -> RankSourceCatalog:
         spans=spans,
         always=always,
         group_suffix=_regexes((data["group"]["suffix"],), f"{_FILE}: [group] suffix")[0],
+        world_groups=words(data["group"], "world"),
         generators=tuple(
             Generator(row["name"], tuple(row["seeds"]), tuple(row["draws"]))
             for row in data.get("generator", [])

@@ -15,7 +15,10 @@ refinements are local to this analysis and documented here:
 
 The group of a collective call is the dimension its receiver or group argument names
 (`get_tp_group().all_gather(...)`, `group=self.tp_cpu_group`), else the primitive's: the
-default group (`world`) when it passes none, unknown (None) when it passes one we cannot name.
+default group (`world`) when it passes none, `None` or the catalog's default handle
+(`dist.group.WORLD`); a parameter or a parameter's field (`group=self.device_group` in a group
+coordinator's method) is what the callers along the chain bound it to (the receiver of
+`get_tp_group().all_reduce(x)`); unknown (None) when none of them names it.
 """
 
 from __future__ import annotations
@@ -28,16 +31,27 @@ from rankguard.analysis.collectives import CollectiveReach, CollectiveSite, Even
 from rankguard.analysis.reach import edge_of, followed
 from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.core.chains import Hop
-from rankguard.model.binding import bind
+from rankguard.model.binding import bind, receiver_bound
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.conditions import Cond
-from rankguard.summary.ir import CallSite, Segs, Stmt, walk_calls, walk_statements
+from rankguard.summary.ir import (
+    CALL,
+    CallSite,
+    Segs,
+    Stmt,
+    segs_text,
+    walk_calls,
+    walk_statements,
+)
 
 Reached = list[tuple[CollectiveSite, list[Hop]]]
 Groups = tuple[str, ...]  # the dimensions of a call's groups, sorted; () when one is unknown
 _FALSE = frozenset({"False", "None", "0", "0.0", "''", '""'})
 _LITERALS = _FALSE | {"True"}
+# Chain edges whose call binds the callee's parameters as written (a plain call, a method
+# found on a subclass or as the only one so named, an awaited coroutine).
+_BINDING_EDGES = frozenset({None, "override", "subclass", "fallback", "suspended"})
 
 
 class CollectiveCalls:
@@ -188,7 +202,7 @@ class CollectiveCalls:
 
     def _entered_groups(self, record: FunctionRecord, call: CallSite) -> Groups:
         found: set[str] = set()
-        for site, _chain in self.entered(record, call):
+        for site, chain in self.entered(record, call):
             holder = self.program.functions.get(site.function)
             primitive = next(
                 (
@@ -200,6 +214,8 @@ class CollectiveCalls:
                 None,
             )
             dims = self._primitive_groups(holder, primitive) if holder and primitive else set()
+            if not dims and primitive is not None:
+                dims = self._bound_by_callers(call, chain, primitive)
             if not dims:
                 return ()
             found |= dims
@@ -211,7 +227,50 @@ class CollectiveCalls:
         named = self.named_groups(holder, primitive)
         if named:
             return named
-        return {"world"} if primitive.operand("group") is None else set()
+        group = primitive.operand("group")
+        return {"world"} if group is None or group.const == "None" else set()
+
+    def _bound_by_callers(self, call: CallSite, chain: list[Hop], primitive: CallSite) -> set[str]:
+        """The group a primitive passes as a parameter or a parameter's field
+        (`group=self.device_group` in a coordinator's method), named by what the callers along
+        the chain bound that parameter to: the receiver of `get_tp_group().all_reduce(x)`, the
+        argument of `reduce_over(get_tp_group(), x)`, a field `self.stage` that every store
+        binds to `get_pp_group()`. Empty (any group) when a caller binds it to what we cannot
+        name, or the chain runs through a call that binds no parameter plainly."""
+        operand = primitive.operand("group")
+        ref = operand.ref if operand is not None else None
+        for index in range(len(chain) - 1, 0, -1):
+            callee = self.program.functions.get(chain[index].function)
+            hop = chain[index - 1]
+            caller = self.program.functions.get(hop.function)
+            if (
+                not ref
+                or callee is None
+                or caller is None
+                or hop.edge not in _BINDING_EDGES
+                or _assigned(callee, ref[0])
+            ):
+                return set()
+            calls = [call] if index == 1 else self._calls_into(caller, hop.line, callee)
+            bound = {_argument(callee, c, ref[0]) for c in calls}
+            if len(bound) != 1 or None in bound:
+                return set()
+            ref = (*cast(Segs, bound.pop()), *ref[1:])
+            named = self.ref_groups(caller, ref)
+            if named:
+                return named
+        return set()
+
+    def _calls_into(
+        self, caller: FunctionRecord, line: int, callee: FunctionRecord
+    ) -> list[CallSite]:
+        """The calls on `line` of `caller` that may run `callee`."""
+        return [
+            c
+            for c in walk_calls(caller.info.body)
+            if c.line == line
+            and any(t.name == callee.qualname for t in followed(self.program, caller.qualname, c))
+        ]
 
     def named_groups(self, holder: FunctionRecord, call: CallSite) -> set[str]:
         """The groups a call names by its receiver or an argument (`get_tp_group().all_gather`,
@@ -233,16 +292,38 @@ class CollectiveCalls:
         if bound is not None:  # the field's name says less than what it was bound to
             return {bound}
         named = self._group_of([ref])
-        return {named} if named is not None else set()
+        if named is not None:
+            return {named}
+        return {"world"} if self._default_group(holder, ref) else set()
+
+    def _default_group(self, holder: FunctionRecord, ref: Segs) -> bool:
+        """`dist.group.WORLD`: a handle of the default group (the catalog's, by resolved name)."""
+        if not ref or ref[-1] not in self._world_last:
+            return False
+        return any(
+            value.kind == "external" and value.name in self.catalog.world_groups
+            for value in self.program.resolver.evaluate(holder, ref)
+        )
+
+    @cached_property
+    def _world_last(self) -> frozenset[str]:
+        return frozenset(name.rsplit(".", 1)[-1] for name in self.catalog.world_groups)
 
     def _bound(self, holder: FunctionRecord, ref: Segs) -> str | None:
-        """`self.g` that every store in the holder's class binds to one named group, through
-        the field a constructor keyword binds (`Params(tp_cache_group=get_dp_tp_group()...)`,
-        then `self.tp_group = params.tp_cache_group`)."""
-        if len(ref) != 2 or ref[0] != "self" or holder.info.cls is None:
+        """`self.g` (or a field of it, `self.g.device_group`) that every store in the holder's
+        class binds to one named group: through the field a constructor keyword binds
+        (`Params(tp_cache_group=get_dp_tp_group()...)`, then `self.tp_group =
+        params.tp_cache_group`), else by what the store reads or calls (`self.stage =
+        get_pp_group()`)."""
+        if len(ref) not in (2, 3) or ref[0] != "self" or holder.info.cls is None:
             return None
+        if len(ref) == 3 and self.catalog.dimension_of_group(ref[2]) is not None:
+            return None  # a field named for its own group says which
         stores = self._class_stores(f"{holder.module}.{holder.info.cls}").get(ref[1])
-        dims = {self._keyword_group(value) for value in stores or ()}
+        dims = {
+            self._keyword_group(value) or (self._group_of([value]) if value else None)
+            for value in stores or ()
+        }
         return dims.pop() if len(dims) == 1 else None
 
     def _keyword_group(self, value: Segs | None) -> str | None:
@@ -251,7 +332,8 @@ class CollectiveCalls:
         return self.keyword_groups[value[-1]]
 
     def _class_stores(self, cls: str) -> dict[str, list[Segs | None]]:
-        """`self.x = <reference>` stores in the class's own methods (None: another value)."""
+        """`self.x = <reference>` stores in the class's own methods, a call's result as its
+        target and `()` (None: another value)."""
         found: dict[str, list[Segs | None]] = {}
         info = self.program.classes.get(cls)
         for method in info.methods.values() if info else ():
@@ -260,6 +342,8 @@ class CollectiveCalls:
                 for target in stmt.targets:
                     if stmt.kind == "assign" and len(target) == 2 and target[0] == "self":
                         ref = stmt.value[1] if stmt.value[:1] == ("ref",) else None
+                        if stmt.value[:1] == ("call",):
+                            ref = (*stmt.value[1], CALL)
                         found.setdefault(target[1], []).append(ref)
         return found
 
@@ -340,6 +424,36 @@ class CollectiveCalls:
             for name, dims in found.items()
             if len(dims) == 1 and (dim := next(iter(dims))) is not None
         }
+
+
+def _argument(callee: FunctionRecord, call: CallSite, param: str) -> Segs | None:
+    """The reference a call binds the callee's parameter to: the receiver for `self`
+    (`get_tp_group()` in `get_tp_group().all_reduce(x)`; the caller's own `self` through
+    `super()`), else the argument when it is a bare reference; None otherwise."""
+    params = callee.info.params
+    if callee.info.takes_self and params and params[0].name == param:
+        if not receiver_bound(callee, call) or callee.info.name == "__init__":
+            return None
+        receiver = call.target[:-1]
+        return ("self",) if receiver == ("super()",) else receiver
+    operand = bind(callee, call).passed.get(param)
+    if operand is None or operand.ref is not None:
+        return operand.ref if operand is not None else None
+    if operand.reads or len(operand.calls) != 1:
+        return None
+    # A bare call (`reduce_over(get_tp_group(), x)`): its result, written `get_tp_group()`.
+    if operand.keyword is None:
+        index = [o for o in call.operands if o.keyword is None].index(operand)
+        text = call.args[index] if index < len(call.args) else None
+    else:
+        text = call.kwarg(operand.keyword)
+    return (*operand.calls[0], CALL) if text == f"{segs_text(operand.calls[0])}()" else None
+
+
+def _assigned(record: FunctionRecord, name: str) -> bool:
+    """Whether the function binds `name` itself (a parameter reassigned is no longer what the
+    caller passed)."""
+    return any((name,) in stmt.targets for stmt in walk_statements(record.info.body))
 
 
 def _pairs(events: Iterable[Event]) -> Reached:

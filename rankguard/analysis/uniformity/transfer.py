@@ -398,6 +398,9 @@ class Walker:
             cut.append(seg)
         if not cut or cut[0] in (OPAQUE, "<str>", "super()"):
             return {}
+        if len(cut) < len(ref) and ref[-2] == CALL and self.catalog.is_rank_name(ref[-1]):
+            # `get_pp_group().rank_in_group`: a rank id read from what a call returned
+            return {self.rank_source(ref, line): ()}
         if self.catalog.is_uniform_name(cut[-1]):
             return {}
         if tuple(cut[:2]) == ("os", "environ"):
