@@ -101,14 +101,8 @@ class Walker:
         return Source(kind, text, self.fn, self.record.path, line, dimension)
 
     def rank_source(self, segments: Segs, line: int) -> Source:
-        """A rank id, of the dimension its name says, else its owner's group, by what a local
-        is bound to before its name (`tp_group.rank_in_group` after `tp_group =
-        get_attn_tp_group()`)."""
-        dimension = self.catalog.dimension_of_rank(segments[-1:])
-        owners = self.f.calls.ref_groups(self.record, segments[:-1]) if not dimension else set()
-        if len(owners) == 1:
-            dimension = next(iter(owners))
-        dimension = dimension or self.catalog.dimension_of_rank(segments) or ""
+        """A rank id, of the dimension `GroupNames.rank_dimension` gives it."""
+        dimension = self.f.calls.names.rank_dimension(self.record, segments)
         return self.source("rank-id", segs_text(segments), line, dimension)
 
     # -- entry ----------------------------------------------------------------------------
@@ -268,7 +262,7 @@ class Walker:
         internal = [t for t in targets if t in program.functions]
         # An object from outside the program handed a process group takes part in that group's
         # protocol: the rank ids it is given say which member it is, not what it returns.
-        member = not internal and self.f.calls.passes_group(self.record, call)
+        member = not internal and self.f.calls.names.passes_group(self.record, call)
         operands: list[tuple[Operand, Labels]] = []
         measured = len(segs) == 1 and segs[0] in self.catalog.measures
         for operand in call.operands:
