@@ -107,3 +107,10 @@ def test_the_default_groups_handle_is_the_world(program_of) -> None:
 
 
 WORLD = "def reduce_over_world(x, group):\n    dist.all_reduce(x, group=group)\n\n"
+
+
+def test_a_field_of_a_getters_result_names_its_group_only_as_a_handle(program_of) -> None:
+    # `self.stage.buffer` is data, not the pipeline group: the group is `self.other`'s.
+    code = _round("dist.all_reduce(self.stage.buffer, group=self.other.device_group)")
+    found = run(program_of, code)
+    assert [d.groups for d in found] == [()]

@@ -174,21 +174,29 @@ class GroupNames:
         return frozenset(name.rsplit(".", 1)[-1] for name in self.catalog.world_groups)
 
     def _bound(self, holder: FunctionRecord, ref: Segs) -> str | None:
-        """`self.g` (or a field of it, `self.g.device_group`) that every store in the holder's
+        """`self.g` (or its handle, `self.g.device_group`) that every store in the holder's
         class binds to one named group: through the field a constructor keyword binds
         (`Params(tp_cache_group=get_dp_tp_group()...)`, then `self.tp_group =
-        params.tp_cache_group`), else by what the store reads or calls (`self.stage =
-        get_pp_group()`)."""
+        params.tp_cache_group`), else a group handle the store reads or a getter it calls
+        (`self.stage = get_pp_group()`)."""
         if len(ref) not in (2, 3) or ref[0] != "self" or holder.info.cls is None:
             return None
-        if len(ref) == 3 and self.catalog.dimension_of_group(ref[2]) is not None:
-            return None  # a field named for its own group says which
+        if len(ref) == 3 and (not self._handle(ref[2]) or self.catalog.dimension_of_group(ref[2])):
+            return None  # not a handle of the object's group, or one named for its own group
         stores = self._class_stores(f"{holder.module}.{holder.info.cls}").get(ref[1])
-        dims = {
-            self._keyword_group(value) or (self._group_of([value]) if value else None)
-            for value in stores or ()
-        }
+        dims = {self._keyword_group(value) or self._stored_group(value) for value in stores or ()}
         return dims.pop() if len(dims) == 1 else None
+
+    def _stored_group(self, value: Segs | None) -> str | None:
+        """The group a stored handle (`x.tp_cpu_group`) or a getter's result (`get_pp_group()`)
+        names; None for any other value."""
+        if not value or not self._handle(value[-2] if value[-1] == CALL else value[-1]):
+            return None
+        return self._group_of([value])
+
+    def _handle(self, name: str) -> bool:
+        """Named like a group handle (`device_group`, `get_pp_group`, `tp_cpu_group`)."""
+        return self.catalog.group_suffix.search(name.lstrip("_")) is not None
 
     def _keyword_group(self, value: Segs | None) -> str | None:
         if value is None or len(value) < 2 or value[-1] not in self.keyword_groups:
