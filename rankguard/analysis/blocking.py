@@ -37,7 +37,7 @@ calls pending at the end of the round (its tail).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -59,13 +59,14 @@ from rankguard.analysis.context import RoundContext
 from rankguard.analysis.hardware import platform_facts
 from rankguard.analysis.instances import Instances
 from rankguard.analysis.launches import Launches
+from rankguard.analysis.memo import MemoShape
 from rankguard.analysis.passed import PassedCallables
 from rankguard.analysis.reach import FOLLOWED
 from rankguard.analysis.receivers import Receivers
 from rankguard.analysis.results import ResultConditions
 from rankguard.analysis.rounds import Round
 from rankguard.analysis.single_rank import peer_facts
-from rankguard.analysis.stability import Stability
+from rankguard.analysis.warm import StartUp
 from rankguard.catalogs.catalog import BlockingCatalog, CollectiveCatalog
 from rankguard.catalogs.platforms import Platforms, platform_catalog
 from rankguard.catalogs.rank_sources import rank_source_catalog
@@ -79,9 +80,6 @@ _CONTEXT_MANAGERS = frozenset(("contextmanager", "asynccontextmanager"))
 __all__ = ["BlockingAnalysis", "BlockingCall", "Pair", "Regions"]
 MemoKey = tuple[str, frozenset[tuple[Cond, Any]], frozenset[tuple[str, str]]]
 _T = TypeVar("_T")
-
-
-MemoShape = Callable[[FunctionRecord, Stmt, Stability], str | None]
 
 
 class BlockingAnalysis:
@@ -124,6 +122,7 @@ class BlockingAnalysis:
         # a frozenset costs 216 bytes; the rule left 278 k of them on sglang).
         self._sets: dict[frozenset[Any], frozenset[Any]] = {}
         self._stack: list[str] = []
+        self.start_up = StartUp(program, self.context.stability, self.memo)
         self.kept = (
             KeptSummaries(
                 program,
@@ -169,7 +168,8 @@ class BlockingAnalysis:
         passes = end is not None and end.clean
         pending = dict(end.pending) if end else {}
         writers = self._shared(walk.writers)
-        result = Summary(walk.first, walk.pairs, pending, passes, writers)
+        sure = self._shared(end.ran) if end else frozenset()
+        result = Summary(walk.first, walk.pairs, pending, passes, writers, sure)
         cadence = self.classify.function_cadence(name)
         if cadence:
             result = Summary(
@@ -181,6 +181,7 @@ class BlockingAnalysis:
                 {k: cadenced(c, cadence) for k, c in result.tail.items()},
                 passes,
                 writers,
+                sure,
             )
         cut = walk.cut - {name}
         tainted = cyclic or walk.tainted
@@ -247,6 +248,7 @@ class BlockingAnalysis:
             end = walk.round_body(loop, header, State(True, {}, {}, known))
             pairs = dict(walk.pairs)
             tail = dict(end.pending) if end else {}
+            every = end.ran if end else frozenset()
             writers = set(walk.writers)
             if include_tail and tail:
                 again = Walk(self, record)
@@ -260,7 +262,13 @@ class BlockingAnalysis:
         if self.inductive(record.qualname, writers):
             pairs = {k: p for k, p in pairs.items() if not p.blocking.doubt}
             tail = {k: c for k, c in tail.items() if not c.doubt}
-        return Regions(rnd, list(pairs.values()), list(tail.values()))
+        filled = self.start_up.filled
+        return Regions(
+            rnd,
+            [_with_blocking(p, filled(rnd, p.blocking)) for p in pairs.values()],
+            [filled(rnd, c) for c in tail.values()],
+            every,
+        )
 
     def inductive(self, round_name: str, entered: set[tuple[str, bool]]) -> bool:
         """The round's shaky facts hold all round: every function that may reassign what they
@@ -285,6 +293,10 @@ class BlockingAnalysis:
                 if not ran and caller not in construction:
                     return False
         return True
+
+
+def _with_blocking(pair: Pair, blocking: BlockingCall) -> Pair:
+    return pair if blocking is pair.blocking else replace(pair, blocking=blocking)
 
 
 def _callers(program: Program, writers: frozenset[str]) -> dict[str, set[tuple[str, str]]]:

@@ -203,6 +203,7 @@ class _Shift:
             # one file: stored under their absolute keys, re-keyed when lines come back.
             kept_pairs = dict(zip(summary.pairs, pairs, strict=True))
             return Summary(first, kept_pairs, dict(zip(summary.tail, tail, strict=True)),
-                           summary.passes, summary.writers)  # fmt: skip
+                           summary.passes, summary.writers, summary.sure)  # fmt: skip
         rekeyed = {p.key: p for p in pairs}
-        return Summary(first, rekeyed, {c.key: c for c in tail}, summary.passes, summary.writers)
+        rekeyed_tail = {c.key: c for c in tail}
+        return Summary(first, rekeyed, rekeyed_tail, summary.passes, summary.writers, summary.sure)

@@ -107,6 +107,8 @@ class Summary:
     # Functions that may break a shaky round fact (`BlockingAnalysis.watched`) entered here or
     # below, each with whether the path was in doubt already (`analysis.doubts`).
     writers: frozenset[tuple[str, bool]] = frozenset()
+    # The collective operations every path that returns runs (`State.ran` where they join).
+    sure: frozenset[tuple[str, str]] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +122,10 @@ class State:
     # Branch conditions this path took in the function (enclosing ones, and those whose other
     # side left: `if not w.is_completed(): continue`), as (condition, side) pairs.
     taken: tuple[tuple[Cond, bool], ...] = ()
+    # The collective operations (`CollectiveSite.operation`) this path has run in the
+    # function: where paths join, those all ran. One that every way through a round's
+    # iteration runs surely follows any call in it.
+    ran: frozenset[tuple[str, str]] = frozenset()
 
     def evolve(self, **changes: Any) -> State:
         return copied(self, **changes)
@@ -186,7 +192,8 @@ def join(states: Iterable[State | None]) -> State | None:
     env = _agreed([s.env for s in live])
     known = _agreed([s.known for s in live])
     taken = tuple(t for t in live[0].taken if all(t in s.taken for s in live[1:]))
-    return State(any(s.clean for s in live), pending, env, known, taken)
+    ran = live[0].ran.intersection(*(s.ran for s in live[1:]))
+    return State(any(s.clean for s in live), pending, env, known, taken, ran)
 
 
 def _agreed(maps: list[Mapping[Any, Any]]) -> dict[Any, Any]:
@@ -205,6 +212,7 @@ def same(a: State, b: State) -> bool:
         and a.env == b.env
         and a.known == b.known
         and a.taken == b.taken
+        and a.ran == b.ran
     )
 
 
@@ -215,11 +223,13 @@ def call_text(call: CallSite) -> str:
 
 @dataclass
 class Regions:
-    """One round's result: every (blocking call, collective) pair, and the round's tail."""
+    """One round's result: every (blocking call, collective) pair, the round's tail, and the
+    collectives every iteration runs (each surely follows any call of the round)."""
 
     round: Round
     pairs: list[Pair]
     tail: list[BlockingCall]
+    every: frozenset[tuple[str, str]] = frozenset()
 
 
 def cadenced(call: BlockingCall, reason: str) -> BlockingCall:

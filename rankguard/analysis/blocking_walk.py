@@ -346,7 +346,8 @@ class Walk:
             kind = self.a.collectives.kind(target.name)
             if kind is not None:
                 site = CollectiveSite(target.name, kind, self.record.path, call.line, self.fn)
-                outcomes.append(self.apply(Summary({site: ()}, {}, {}), state, hop, cadence))
+                ran = Summary({site: ()}, {}, {}, sure=frozenset((site.operation,)))
+                outcomes.append(self.apply(ran, state, hop, cadence))
             elif target.name in self.a.program.functions:
                 if not advance and target.via != "advanced" and self.a.suspended(target.name):
                     continue  # a generator: its body runs where it is advanced
@@ -419,11 +420,12 @@ class Walk:
         if state.clean:
             for site, chain in first.items():
                 self.first.setdefault(site, chain)
+        ran = state.ran | summary.sure if summary.sure else state.ran
         if summary.passes or not first:  # a path with no collective: pending calls still wait
             pending = dict(state.pending)
             merge(pending, tail)
-            return state.evolve(pending=pending)
-        return state.evolve(clean=False, pending=tail)
+            return state.evolve(pending=pending, ran=ran)
+        return state.evolve(clean=False, pending=tail, ran=ran)
 
 
 def _run_past(stmt: Stmt) -> Sequence[CallSite]:

@@ -50,6 +50,12 @@ class CollectiveSite:
     def to_json(self) -> dict[str, object]:
         return {"callee": self.callee, "path": self.path, "line": self.line}
 
+    @property
+    def operation(self) -> tuple[str, str]:
+        """The primitive a function calls, wherever in it: `broadcast_pyobj`'s sender and
+        receivers broadcast on different lines, and every path through it broadcasts."""
+        return (self.function, self.callee)
+
 
 @dataclass(frozen=True)
 class Event:

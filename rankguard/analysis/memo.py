@@ -10,10 +10,15 @@ every round."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rankguard.analysis.stability import SELF, Stability, class_of
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.conditions import Cond
 from rankguard.summary.ir import CALL, SUBSCRIPT, Segs, Stmt, segs_text, walk_statements
+
+# A memo shape: the cadence of the work an `if` statement caches, if it is one.
+MemoShape = Callable[[FunctionRecord, Stmt, Stability], str | None]
 
 
 def past_return(record: FunctionRecord, stmt: Stmt, stability: Stability) -> str | None:
@@ -69,8 +74,14 @@ def _reset_elsewhere(
 ) -> bool:
     """Another function may unset the memo: it writes the attribute otherwise than by
     assigning it a value (`= None`, `del`, `setattr`, a mutating call). Another that fills
-    it (a hook building the same cached object) leaves it a cache."""
-    for function in stability.writers(owner, name) - {record.qualname}:
+    it (a hook building the same cached object) leaves it a cache. A private memo (`_name`)
+    is not written by a name computed at run time (`setattr(obj, key, v)` over a mapping):
+    such names come from data, settings and fields, which do not spell a module's private
+    state; a public memo may be one of them."""
+    writers = stability.writers(owner, name) - {record.qualname}
+    if name.startswith("_"):
+        writers &= {function for function, _ in stability.writes().get(name, ())}
+    for function in writers:
         body = stability.program.functions[function].info.body
         sets = [s for s in walk_statements(body) if any(t[-1:] == (name,) for t in s.targets)]
         if not sets or any(s.kind != "assign" or s.tree == ("const", None) for s in sets):

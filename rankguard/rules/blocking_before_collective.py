@@ -175,34 +175,43 @@ class BlockingBeforeCollective(Rule):
             for pair in regions.pairs:
                 grouped.setdefault(pair.blocking.key, []).append(pair)
             for pairs in grouped.values():
-                yield _finding(self.name, rnd.function.qualname, pairs)
+                yield _finding(self.name, rnd.function.qualname, pairs, regions.every)
         analysis.forget_summaries()  # every round is walked; the next rules need only facts
 
 
-def _headline(pairs: list[Pair]) -> Pair:
-    """The first pair on a path that needs no round fact to change (`analysis.doubts`), and
-    among those the first whose collective a chain without guessed edges reaches."""
-    return min(pairs, key=lambda p: (p.blocking.rank, any(hop.weak for hop in p.chain)))
+def _headline(pairs: list[Pair], every: frozenset[tuple[str, str]]) -> Pair:
+    """The first pair on a path that needs no round fact to change (`analysis.doubts`); among
+    those, one whose collective every iteration of the round runs (it surely follows the call,
+    where another may sit behind a condition the model cannot judge); then the first whose
+    collective a chain without guessed edges reaches."""
+
+    def order(pair: Pair) -> tuple[bool, ...]:
+        weak = any(hop.weak for hop in pair.chain)
+        return (*pair.blocking.rank, pair.site.operation not in every, weak)
+
+    return min(pairs, key=order)
 
 
-def _finding(rule: str, round_name: str, pairs: list[Pair]) -> Finding:
-    first = _headline(pairs)
+def _finding(
+    rule: str, round_name: str, pairs: list[Pair], every: frozenset[tuple[str, str]]
+) -> Finding:
+    first = _headline(pairs, every)
     call = first.blocking
     site = first.site
     cadence = f" (cadenced: {call.cadenced})" if call.cadenced else ""
     unsure = f" [confidence {call.confidence}: {call.note}]" if call.confidence != "high" else ""
     more = f" and {len(pairs) - 1} other collective(s)" if len(pairs) > 1 else ""
     where = "the next round's first collective " if first.tail else ""
+    sure = " (it runs every round)" if site.operation in every else ""
     message = (
         f"`{call.text}` ({call.kind}: {call.reason}) may stall this rank before {where}"
-        f"`{site.callee}` at {site.path}:{site.line}{more}, where every peer waits{cadence}{unsure}"
+        f"`{site.callee}` at {site.path}:{site.line}{sure}{more}, where every peer waits"
+        f"{cadence}{unsure}"
     )
     extra: dict[str, Any] = {
         "round": round_name,
-        "collective": {**site.to_json(), "kind": site.kind, "chain": chain_json(first.chain)},
-        "collectives": [
-            {**p.site.to_json(), "kind": p.site.kind, "chain": chain_json(p.chain)} for p in pairs
-        ],
+        "collective": _collective(first, every),
+        "collectives": [_collective(p, every) for p in pairs],
         "blocking": call.to_json(),
         "chain": chain_json(call.chain),
         "cadenced": call.cadenced is not None,
@@ -213,3 +222,14 @@ def _finding(rule: str, round_name: str, pairs: list[Pair]) -> Finding:
     }
     key = fingerprint(rule, round_name, call.callee, call.kind, chain_key(call.chain))
     return Finding(call.path, call.line, rule, message, key, extra)
+
+
+def _collective(pair: Pair, every: frozenset[tuple[str, str]]) -> dict[str, Any]:
+    site = pair.site
+    every_round = site.operation in every
+    return {
+        **site.to_json(),
+        "kind": site.kind,
+        "chain": chain_json(pair.chain),
+        "every_round": every_round,
+    }

@@ -235,9 +235,12 @@ def test_branches_early_returns_and_wrappers(tmp_path: Path):
         """,
     )
     by_line = {f.extra["blocking"]["callee"]: f for f in findings}
-    # gc.collect pairs with the wrapper's all_reduce; the wrapper is a collective site, so the
-    # sleep on maybe_sleep's early-return path pairs with the broadcast after it.
-    assert by_line["gc.collect"].extra["collective"]["callee"] == "torch.distributed.all_reduce"
+    # gc.collect pairs with the wrapper's all_reduce (the wrapper is a collective site) and,
+    # on the paths that skip it, with the broadcast: that one runs every round, so it is named.
+    collect = by_line["gc.collect"].extra
+    assert "torch.distributed.all_reduce" in {c["callee"] for c in collect["collectives"]}
+    assert collect["collective"]["callee"] == "torch.distributed.broadcast"
+    # The sleep on maybe_sleep's early-return path pairs with the broadcast after it.
     assert by_line["time.sleep"].extra["collective"]["callee"] == "torch.distributed.broadcast"
     assert [h["line"] for h in by_line["time.sleep"].extra["chain"]] == [
         by_line["time.sleep"].extra["chain"][0]["line"],
@@ -247,7 +250,8 @@ def test_branches_early_returns_and_wrappers(tmp_path: Path):
 
 def test_a_callee_that_may_skip_its_collective_leaves_pending_calls_pending(tmp_path: Path):
     """`maybe_gather` reaches its all_reduce only when `lora` is set: on the other path the
-    sleep is still waiting for the next collective, the broadcast, and pairs with it too."""
+    sleep is still waiting for the next collective, the all_gather, and pairs with it too; the
+    all_gather runs every round, so it is the one named."""
     _, result = _run(
         tmp_path,
         """
@@ -269,7 +273,7 @@ def test_a_callee_that_may_skip_its_collective_leaves_pending_calls_pending(tmp_
     )
     (finding,) = result.findings
     paired = [c["callee"] for c in finding.extra["collectives"]]
-    assert finding.extra["collective"]["callee"] == "torch.distributed.all_reduce"
+    assert finding.extra["collective"]["callee"] == "torch.distributed.all_gather"
     assert sorted(paired) == ["torch.distributed.all_gather", "torch.distributed.all_reduce"]
 
 
@@ -471,6 +475,106 @@ def test_work_a_memo_attribute_caches_is_marked_cadenced(tmp_path: Path):
     assert cadence["subprocess.run(['other'])"] is None
 
 
+def test_a_setattr_of_a_computed_name_leaves_a_private_memo_a_cache(tmp_path: Path):
+    """Copying settings by name (`setattr(obj, key, value)` over a mapping) writes what the
+    data names: public fields, not another module's private memo, so `config_of` stays a
+    cache. A public memo attribute may be such a field, and `setattr` with the memo's own name
+    may unset it: no cache then."""
+    findings = _assert_marked(
+        tmp_path,
+        """
+        def apply_overrides(obj, overrides):
+            for key, value in overrides.items():
+                setattr(obj, key, value)
+
+        def config_of(args):
+            memo = getattr(args, "_config", None)
+            if memo is not None:
+                return memo
+            built = open("private")  # expect
+            args._config = built
+            return built
+
+        def public_config_of(args):
+            memo = args.config
+            if memo is not None:
+                return memo
+            built = open("public")  # expect
+            args.config = built
+            return built
+
+        def forget(args):
+            setattr(args, "_table", None)
+
+        def table_of(args):
+            memo = args._table
+            if memo is not None:
+                return memo
+            built = open("reset")  # expect
+            args._table = built
+            return built
+
+        def event_loop(args):
+            while True:
+                config_of(args)
+                public_config_of(args)
+                table_of(args)
+                dist.barrier()
+        """,
+    )
+    cadence = {f.extra["blocking"]["text"]: f.extra["cadence"] for f in findings}
+    assert "args._config" in cadence["open('private')"]
+    assert cadence["open('public')"] is None
+    assert cadence["open('reset')"] is None  # a literal name resets it: no cache
+
+
+def test_a_memo_the_start_up_fills_is_low_confidence(tmp_path: Path):
+    """The round's object builds its configuration in its constructor through the same memo
+    function: the cache is likely filled before the first round, so the build the round reaches
+    is low confidence and says where start-up reaches it. A memo start-up never reaches keeps
+    its confidence: the first round builds it."""
+    findings = _assert_marked(
+        tmp_path,
+        """
+        def config_of(args):
+            memo = getattr(args, "_config", None)
+            if memo is not None:
+                return memo
+            built = open("cfg")  # expect
+            args._config = built
+            return built
+
+        def tokenizer_of(args):
+            memo = getattr(args, "_tok", None)
+            if memo is not None:
+                return memo
+            built = open("tok")  # expect
+            args._tok = built
+            return built
+
+        class Scheduler:
+            def __init__(self, args):
+                self.args = args
+                self.init_config()
+
+            def init_config(self):
+                self.config = config_of(self.args)
+
+            def event_loop(self):
+                while True:
+                    config_of(self.args)
+                    tokenizer_of(self.args)
+                    dist.barrier()
+        """,
+    )
+    by_text = {f.extra["blocking"]["text"]: f.extra for f in findings}
+    warm, cold = by_text["open('cfg')"], by_text["open('tok')"]
+    assert warm["confidence"] == "low" and cold["confidence"] == "high"
+    assert "Scheduler.__init__" in warm["confidence_note"]
+    assert "config_of" in warm["confidence_note"]
+    assert warm["cadenced"] and cold["cadenced"]
+
+
 def test_thread_liveness_is_read_from_the_condition_not_its_text(tmp_path: Path):
     # `or` makes the join reachable while the thread is alive: a real wait.
     _assert_marked(
@@ -615,3 +719,114 @@ def test_a_sure_edge_such_as_a_constructor_can_be_the_headline(tmp_path: Path):
     )
     (finding,) = result.findings
     assert finding.extra["collective"]["callee"] == "torch.distributed.all_reduce"
+
+
+def test_the_named_collective_is_one_every_iteration_runs(tmp_path: Path):
+    """The sleep delays the all_reduce only where `flag` holds; the barrier runs in every
+    iteration after it, so the barrier is what surely waits for it: the finding names it."""
+    _, result = _run(
+        tmp_path,
+        """
+        def event_loop(flag):
+            while True:
+                time.sleep(1)
+                if flag:
+                    dist.all_reduce(None)
+                dist.barrier()
+        """,
+        include_round_tail=False,
+    )
+    (finding,) = result.findings
+    assert finding.extra["collective"]["callee"] == "torch.distributed.barrier"
+    assert finding.extra["collective"]["every_round"] is True
+    assert "runs every round" in finding.message
+
+
+def test_a_collective_every_round_runs_is_named_through_the_tail(tmp_path: Path):
+    """A profiler's rare barrier is found first, but the request broadcast at the top of every
+    round is what surely follows the read: the finding names it, as the next round's."""
+    _, result = _run(
+        tmp_path,
+        """
+        import json
+
+        class Profiler:
+            def stop(self, rocm):
+                json.load(self.trace)
+                if rocm:
+                    dist.barrier()
+
+        class Sched:
+            def receive(self):
+                dist.broadcast(None, 0)
+
+            def event_loop(self, profiler: Profiler, rocm):
+                while True:
+                    self.receive()
+                    profiler.stop(rocm)
+        """,
+    )
+    (finding,) = result.findings
+    assert finding.extra["blocking"]["text"] == "json.load(self.trace)"
+    assert finding.extra["collective"]["callee"] == "torch.distributed.broadcast"
+    assert finding.extra["collective"]["every_round"] is True
+    assert finding.extra["round_tail"] is True
+    assert {c["callee"] for c in finding.extra["collectives"]} == {
+        "torch.distributed.barrier",
+        "torch.distributed.broadcast",
+    }
+
+
+def test_no_collective_is_called_every_round_when_a_branch_skips_it(tmp_path: Path):
+    """Neither collective runs on every path: the first found is named, and not as sure."""
+    _, result = _run(
+        tmp_path,
+        """
+        def event_loop(flag):
+            while True:
+                time.sleep(1)
+                if flag:
+                    dist.all_reduce(None)
+                else:
+                    dist.broadcast(None, 0)
+        """,
+        include_round_tail=False,
+    )
+    (finding,) = result.findings
+    assert finding.extra["collective"]["every_round"] is False
+    assert "runs every round" not in finding.message
+
+
+def test_an_operation_every_round_runs_on_different_lines_is_still_sure(tmp_path: Path):
+    """The sender and the receivers of a pickled-object broadcast call `broadcast` on different
+    lines, and a group of one skips it: every round with peers still runs that function's
+    broadcast, so it is named over the profiler's rare barrier."""
+    _, result = _run(
+        tmp_path,
+        """
+        import json
+
+        def broadcast_reqs(reqs, rank, src, world_size):
+            if world_size == 1:
+                return reqs
+            if rank == src:
+                dist.broadcast(reqs, src)
+            else:
+                dist.broadcast(None, src)
+            return reqs
+
+        class Profiler:
+            def stop(self, rocm):
+                json.load(self.trace)
+                if rocm:
+                    dist.barrier()
+
+        def event_loop(profiler: Profiler, rocm, rank, world_size):
+            while True:
+                broadcast_reqs([], rank, 0, world_size)
+                profiler.stop(rocm)
+        """,
+    )
+    (finding,) = result.findings
+    assert finding.extra["collective"]["callee"] == "torch.distributed.broadcast"
+    assert finding.extra["collective"]["every_round"] is True
