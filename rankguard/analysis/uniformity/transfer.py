@@ -7,12 +7,12 @@ results) and becomes edges into those nodes; `flow.py` solves them program-wide.
 
 Rules the walk applies, each general: a collective's result, and a tensor it reduced or
 broadcast in place, is agreed by the group; a container holds what was fed into it (`append`,
-`put`, ...), its truth and length follow those values; placement is not data (`device=`,
-`.to(...)`'s arguments, `torch.device(...)`, an address: `x.data_ptr()`); `x is None` tests
-existence, not contents; an object a program class builds is not a value (its fields carry
-their own flows); the launcher's environment is uniform, except per-rank variables (`RANK`);
-a helper handed a callable returns what the one handed there returns (`callbacks.py`), and a
-hand-rolled fan-out what its sender holds (`relays.py`).
+`put`, a tensor's `copy_`, `fill_`, ...), its truth and length follow those values; placement is
+not data (`device=`, `.to(...)`'s arguments, `torch.device(...)`, an address: `x.data_ptr()`);
+`x is None` tests existence, not contents; an object a program class builds is not a value
+(its fields carry their own flows); the launcher's environment is uniform, except per-rank
+variables (`RANK`); a helper handed a callable returns what the one handed there returns
+(`callbacks.py`), and a hand-rolled fan-out what its sender holds (`relays.py`).
 
 Limits, on purpose: implicit flows (a value assigned under a varying branch) are not tracked;
 parameters are context-insensitive; attribute paths are kept per function and fall back to the
