@@ -56,7 +56,6 @@ class RankSourceCatalog:
     size_methods: frozenset[str]
     measures: frozenset[str]
     placement_attributes: frozenset[str]
-    shape_calls: frozenset[str]
     address_methods: frozenset[str]  # `x.data_ptr()`: where `x` lives, not what it holds
     aliases: dict[str, str]  # spelling -> dimension
     grids: tuple[tuple[str, tuple[str, ...]], ...]  # (of, axes)
@@ -275,7 +274,6 @@ _COPIED = (
     "size_methods",
     "measures",
     "placement_attributes",
-    "shape_calls",
     "address_methods",
     "aliases",
     "grids",
@@ -343,7 +341,6 @@ def parse_rank_sources(data: dict) -> RankSourceCatalog:
         size_methods=words(containers, "sizes"),
         measures=words(containers, "measures"),
         placement_attributes=words(placement, "attributes"),
-        shape_calls=words(placement, "shapes"),
         address_methods=words(placement, "addresses"),
         aliases=aliases,
         grids=tuple(grids),

@@ -256,7 +256,7 @@ class Walker:
         ):
             result[self.source("rank-id", f"{call.text}({call.args[0]})", call.line)] = ()
         segs = call.target
-        placement = any(n in catalog.placement_calls or n in catalog.shape_calls for n in names)
+        placement = any(n in catalog.placement_calls for n in names)
         # An address (`buf.data_ptr()`) says where a buffer lives, not what it holds.
         placement = placement or (len(segs) >= 2 and segs[-1] in catalog.address_methods)
         internal = [t for t in targets if t in program.functions]
