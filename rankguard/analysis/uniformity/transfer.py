@@ -295,7 +295,7 @@ class Walker:
             # Outside the program: its result is computed from its receiver and arguments,
             # except a placement method's (`x.to(device)` holds what `x` holds).
             if len(segs) >= 2 and segs[-1] in catalog.feeders and segs[-2] != CALL:
-                self.feed(call, [labels for _o, labels in operands], env)
+                self.feed(call, [result, *(labels for _o, labels in operands)], env)
             merge(result, receiver)
             if not (len(segs) >= 2 and segs[-1] in catalog.placement_methods):
                 for _operand, labels in operands:
