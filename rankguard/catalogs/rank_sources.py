@@ -56,7 +56,6 @@ class RankSourceCatalog:
     size_methods: frozenset[str]
     measures: frozenset[str]
     placement_attributes: frozenset[str]
-    shape_calls: frozenset[str]
     address_methods: frozenset[str]  # `x.data_ptr()`: where `x` lives, not what it holds
     aliases: dict[str, str]  # spelling -> dimension
     grids: tuple[tuple[str, tuple[str, ...]], ...]  # (of, axes)
@@ -66,6 +65,7 @@ class RankSourceCatalog:
     generators: tuple[Generator, ...]
     device_identity: frozenset[str]  # the device model's identity: uniform, never a `driver`
     group_suffix: re.Pattern[str]
+    world_groups: frozenset[str]  # handles of the default group, by resolved dotted name
     _memo: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
     _compiled: list[tuple[str, re.Pattern[str]]] = field(
         default_factory=list, compare=False, repr=False
@@ -274,7 +274,6 @@ _COPIED = (
     "size_methods",
     "measures",
     "placement_attributes",
-    "shape_calls",
     "address_methods",
     "aliases",
     "grids",
@@ -283,6 +282,7 @@ _COPIED = (
     "generators",
     "device_identity",
     "group_suffix",
+    "world_groups",
 )
 
 
@@ -341,13 +341,13 @@ def parse_rank_sources(data: dict) -> RankSourceCatalog:
         size_methods=words(containers, "sizes"),
         measures=words(containers, "measures"),
         placement_attributes=words(placement, "attributes"),
-        shape_calls=words(placement, "shapes"),
         address_methods=words(placement, "addresses"),
         aliases=aliases,
         grids=tuple(grids),
         spans=spans,
         always=always,
         group_suffix=_regexes((data["group"]["suffix"],), f"{_FILE}: [group] suffix")[0],
+        world_groups=words(data["group"], "world"),
         generators=tuple(
             Generator(row["name"], tuple(row["seeds"]), tuple(row["draws"]))
             for row in data.get("generator", [])

@@ -59,8 +59,8 @@ class Agreement:
         helper that runs collectives inside returns whatever it returns. Which member a rank is
         (`src=`, its rank id) is the protocol, not data."""
         calls = self.calls
-        named = calls.named_groups(self.record, call)
-        groups = calls.groups(self.record, call) if primitive else tuple(sorted(named))
+        named = calls.names.named_groups(self.record, call)
+        groups = calls.names.groups(self.record, call) if primitive else tuple(sorted(named))
         if not groups or "world" in groups:
             return {}
         # A broadcast sends its data: an argument computed from a rank id tells it which

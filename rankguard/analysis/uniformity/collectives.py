@@ -13,29 +13,31 @@ refinements are local to this analysis and documented here:
   local condition, then `finalize()` (which negotiates if nobody did)" reaches the collective
   once on every path.
 
-The group of a collective call is the dimension its receiver or group argument names
-(`get_tp_group().all_gather(...)`, `group=self.tp_cpu_group`), else the primitive's: the
-default group (`world`) when it passes none, unknown (None) when it passes one we cannot name.
+Over which groups a call's collectives run: `groups.py` (`self.names`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from functools import cached_property
-from typing import cast
 
 from rankguard.analysis.collectives import CollectiveReach, CollectiveSite, Event
 from rankguard.analysis.reach import edge_of, followed
+from rankguard.analysis.uniformity.groups import GroupNames
+from rankguard.analysis.uniformity.groups import Groups as Groups  # re-exported
 from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.core.chains import Hop
 from rankguard.model.binding import bind
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.conditions import Cond
-from rankguard.summary.ir import CallSite, Segs, Stmt, walk_calls, walk_statements
+from rankguard.summary.ir import (
+    CallSite,
+    Segs,
+    Stmt,
+    walk_calls,
+)
 
 Reached = list[tuple[CollectiveSite, list[Hop]]]
-Groups = tuple[str, ...]  # the dimensions of a call's groups, sorted; () when one is unknown
 _FALSE = frozenset({"False", "None", "0", "0.0", "''", '""'})
 _LITERALS = _FALSE | {"True"}
 
@@ -50,10 +52,9 @@ class CollectiveCalls:
         self._entered: dict[int, Reached] = {}
         self._pruned: dict[tuple[str, frozenset[tuple[str, str]]], Reached] = {}
         self._once: dict[str, bool] = {}
-        self._groups: dict[int, Groups] = {}
         self._tested_params: dict[str, frozenset[str]] = {}
-        self._bindings: dict[str, dict[str, list[Segs]]] = {}
         self._tokens: dict[int, tuple[str, ...]] = {}
+        self.names = GroupNames(program, catalog, self.entered)
 
     # -- what a call enters -------------------------------------------------------------
     def entered(self, record: FunctionRecord, call: CallSite) -> Reached:
@@ -173,173 +174,6 @@ class CollectiveCalls:
         return bool(entered) and all(
             site.callee.rsplit(".", 1)[-1].startswith("broadcast") for site, _chain in entered
         )
-
-    # -- groups ---------------------------------------------------------------------------
-    def groups(self, record: FunctionRecord, call: CallSite) -> Groups:
-        """The dimensions of the groups the call's collectives run over, sorted; () when one
-        of them cannot be named."""
-        key = id(call)
-        if key not in self._groups:
-            named = self.named_groups(record, call)
-            self._groups[key] = (
-                tuple(sorted(named)) if named else self._entered_groups(record, call)
-            )
-        return self._groups[key]
-
-    def _entered_groups(self, record: FunctionRecord, call: CallSite) -> Groups:
-        found: set[str] = set()
-        for site, _chain in self.entered(record, call):
-            holder = self.program.functions.get(site.function)
-            primitive = next(
-                (
-                    c
-                    for c in walk_calls(holder.info.body if holder else ())
-                    if c.line == site.line
-                    and any(t.name == site.callee for t in followed(self.program, site.function, c))
-                ),
-                None,
-            )
-            dims = self._primitive_groups(holder, primitive) if holder and primitive else set()
-            if not dims:
-                return ()
-            found |= dims
-        return tuple(sorted(found))
-
-    def _primitive_groups(self, holder: FunctionRecord, primitive: CallSite) -> set[str]:
-        """The groups a primitive names (`named_groups`), else the default group when it passes
-        none. Empty: a group we cannot name."""
-        named = self.named_groups(holder, primitive)
-        if named:
-            return named
-        return {"world"} if primitive.operand("group") is None else set()
-
-    def named_groups(self, holder: FunctionRecord, call: CallSite) -> set[str]:
-        """The groups a call names by its receiver or an argument (`get_tp_group().all_gather`,
-        `group=self.tp_cpu_group`), through the locals they are bound to in `holder`
-        (`tp_group = get_attn_tp_group()`, `for group in (self.cp_group, self.tp_group)`)."""
-        for ref in [call.target[:-1]] + [ref for o in call.operands for ref in o.reads]:
-            found = self.ref_groups(holder, ref)
-            if found:
-                return found
-        return set()
-
-    def ref_groups(self, holder: FunctionRecord, ref: Segs) -> set[str]:
-        values = self._locals(holder).get(ref[0]) if ref else None
-        if values:  # the local's name says nothing: what it is bound to does
-            found = {self._group_of([(*value, *ref[1:])]) for value in values}
-            if None not in found:
-                return cast(set[str], found)
-        bound = self._bound(holder, ref)
-        if bound is not None:  # the field's name says less than what it was bound to
-            return {bound}
-        named = self._group_of([ref])
-        return {named} if named is not None else set()
-
-    def _bound(self, holder: FunctionRecord, ref: Segs) -> str | None:
-        """`self.g` that every store in the holder's class binds to one named group, through
-        the field a constructor keyword binds (`Params(tp_cache_group=get_dp_tp_group()...)`,
-        then `self.tp_group = params.tp_cache_group`)."""
-        if len(ref) != 2 or ref[0] != "self" or holder.info.cls is None:
-            return None
-        stores = self._class_stores(f"{holder.module}.{holder.info.cls}").get(ref[1])
-        dims = {self._keyword_group(value) for value in stores or ()}
-        return dims.pop() if len(dims) == 1 else None
-
-    def _keyword_group(self, value: Segs | None) -> str | None:
-        if value is None or len(value) < 2 or value[-1] not in self.keyword_groups:
-            return None
-        return self.keyword_groups[value[-1]]
-
-    def _class_stores(self, cls: str) -> dict[str, list[Segs | None]]:
-        """`self.x = <reference>` stores in the class's own methods (None: another value)."""
-        found: dict[str, list[Segs | None]] = {}
-        info = self.program.classes.get(cls)
-        for method in info.methods.values() if info else ():
-            record = self.program.functions.get(method)
-            for stmt in walk_statements(record.info.body) if record else ():
-                for target in stmt.targets:
-                    if stmt.kind == "assign" and len(target) == 2 and target[0] == "self":
-                        ref = stmt.value[1] if stmt.value[:1] == ("ref",) else None
-                        found.setdefault(target[1], []).append(ref)
-        return found
-
-    @cached_property
-    def keyword_groups(self) -> dict[str, str]:
-        """Keywords that every constructor call naming a group binds to the same one
-        (`tp_cache_group=get_dp_tp_group().cpu_group`); a bare name passed on is the caller's
-        parameter and says nothing."""
-        found: dict[str, set[str]] = {}
-        for resolved in self.program.calls.values():
-            for item in resolved:
-                classes = self.program.classes
-                if not any(t.name.endswith(".__init__") or t.name in classes for t in item.targets):
-                    continue
-                for operand in item.call.operands:
-                    refs = [
-                        r
-                        for r in (*operand.reads, *operand.calls)
-                        if len(r) >= 2 or r != operand.ref
-                    ]
-                    dims = {self.catalog.dimension_of_group(seg) for r in refs for seg in r} - {
-                        None
-                    }
-                    if operand.keyword and operand.keyword != "**" and len(dims) == 1:
-                        found.setdefault(operand.keyword, set()).update(dims)
-        return {k: next(iter(v)) for k, v in found.items() if len(v) == 1}
-
-    def _locals(self, holder: FunctionRecord) -> dict[str, list[Segs]]:
-        """Locals bound only to references or calls (assigned, or iterated over a display):
-        each binding's referenced value."""
-        name = holder.qualname
-        if name not in self._bindings:
-            found: dict[str, list[Segs]] = {}
-            unknown: set[str] = set()
-            for stmt in walk_statements(holder.info.body):
-                for target in stmt.targets:
-                    if len(target) != 1 or stmt.kind not in ("assign", "loop"):
-                        continue
-                    if stmt.kind == "loop" and len(stmt.targets) == 1:
-                        found.setdefault(target[0], []).extend(stmt.reads)
-                    elif stmt.kind == "assign" and stmt.value[:1] in (("ref",), ("call",)):
-                        found.setdefault(target[0], []).append(stmt.value[1])
-                    else:
-                        unknown.add(target[0])
-            self._bindings[name] = {k: v for k, v in found.items() if k not in unknown}
-        return self._bindings[name]
-
-    def passes_group(self, record: FunctionRecord, call: CallSite) -> bool:
-        """Whether an argument is a process group we can name (`group=self.tp_group`)."""
-        return any(self.ref_groups(record, ref) for o in call.operands for ref in o.reads)
-
-    def _group_of(self, refs: list[Segs]) -> str | None:
-        for ref in refs:
-            for segment in ref:
-                found = self.catalog.dimension_of_group(segment)
-                if found is not None:
-                    return found
-        for ref in refs:  # `self.sync_group`, stored from `scheduler.tp_cpu_group` elsewhere
-            if len(ref) >= 2 and ref[-1] in self.attribute_groups:
-                return self.attribute_groups[ref[-1]]
-        return None
-
-    @cached_property
-    def attribute_groups(self) -> dict[str, str]:
-        """Attributes every store of which names one group dimension (`x.g = y.tp_group`)."""
-        found: dict[str, set[str | None]] = {}
-        for record in self.program.functions.values():
-            for stmt in walk_statements(record.info.body):
-                if stmt.kind != "assign" or not stmt.value or stmt.value[0] != "ref":
-                    continue
-                dims = {self.catalog.dimension_of_group(seg) for seg in stmt.value[1]} - {None}
-                only = next(iter(dims)) if len(dims) == 1 else None
-                for target in stmt.targets:
-                    if len(target) >= 2:
-                        found.setdefault(target[-1], set()).add(only)
-        return {
-            name: dim
-            for name, dims in found.items()
-            if len(dims) == 1 and (dim := next(iter(dims))) is not None
-        }
 
 
 def _pairs(events: Iterable[Event]) -> Reached:

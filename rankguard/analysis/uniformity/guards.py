@@ -157,7 +157,7 @@ class GuardWalker:
         for call in stmt.calls:
             if not self.flow.calls.entered(self.record, call):
                 continue
-            groups = self.flow.calls.groups(self.record, call)
+            groups = self.flow.calls.names.groups(self.record, call)
             hazards = [g for g in candidates if self.flow.varying(name, g.stmt, groups)]
             if hazards:
                 self.found.append((call, groups, hazards))

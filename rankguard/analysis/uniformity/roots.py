@@ -92,7 +92,7 @@ class RootViews:
         last = segs[-1]
         if not (self.catalog.is_rank_name(last) or self.catalog.is_rank_call(last)):
             return None
-        owners = self.calls.ref_groups(self.record, left[1][:-1]) if len(segs) > 1 else set()
+        owners = self.calls.names.ref_groups(self.record, left[1][:-1]) if len(segs) > 1 else set()
         if len(owners) == 1:
             return next(iter(owners))
         return self.catalog.dimension_of_rank(segs)
@@ -108,7 +108,7 @@ class RootViews:
             or not self.calls.broadcast(self.record, call, targets)
         ):
             return operands
-        groups = self.calls.named_groups(self.record, call)
+        groups = self.calls.names.named_groups(self.record, call)
         view = self.views.get(next(iter(groups))) if len(groups) == 1 else None
         if not view:
             return operands
@@ -153,7 +153,7 @@ def shared_groups(
     segs = tuple(s for s in left[1] if s != CALL)
     if not segs or not catalog.is_group_size(segs[-1]):
         return ()
-    owners = calls.ref_groups(record, left[1][:-1]) if len(segs) > 1 else set()
+    owners = calls.names.ref_groups(record, left[1][:-1]) if len(segs) > 1 else set()
     dimension = next(iter(owners)) if len(owners) == 1 else catalog.dimension_of_rank(segs)
     return (dimension,) if dimension else ()
 

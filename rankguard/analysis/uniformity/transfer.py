@@ -7,12 +7,12 @@ results) and becomes edges into those nodes; `flow.py` solves them program-wide.
 
 Rules the walk applies, each general: a collective's result, and a tensor it reduced or
 broadcast in place, is agreed by the group; a container holds what was fed into it (`append`,
-`put`, ...), its truth and length follow those values; placement is not data (`device=`,
-`.to(...)`'s arguments, `torch.device(...)`, an address: `x.data_ptr()`); `x is None` tests
-existence, not contents; an object a program class builds is not a value (its fields carry
-their own flows); the launcher's environment is uniform, except per-rank variables (`RANK`);
-a helper handed a callable returns what the one handed there returns (`callbacks.py`), and a
-hand-rolled fan-out what its sender holds (`relays.py`).
+`put`, a tensor's `copy_`, `fill_`, ...), its truth and length follow those values; placement is
+not data (`device=`, `.to(...)`'s arguments, `torch.device(...)`, an address: `x.data_ptr()`);
+`x is None` tests existence, not contents; an object a program class builds is not a value
+(its fields carry their own flows); the launcher's environment is uniform, except per-rank
+variables (`RANK`); a helper handed a callable returns what the one handed there returns
+(`callbacks.py`), and a hand-rolled fan-out what its sender holds (`relays.py`).
 
 Limits, on purpose: implicit flows (a value assigned under a varying branch) are not tracked;
 parameters are context-insensitive; attribute paths are kept per function and fall back to the
@@ -101,14 +101,8 @@ class Walker:
         return Source(kind, text, self.fn, self.record.path, line, dimension)
 
     def rank_source(self, segments: Segs, line: int) -> Source:
-        """A rank id, of the dimension its name says, else its owner's group, by what a local
-        is bound to before its name (`tp_group.rank_in_group` after `tp_group =
-        get_attn_tp_group()`)."""
-        dimension = self.catalog.dimension_of_rank(segments[-1:])
-        owners = self.f.calls.ref_groups(self.record, segments[:-1]) if not dimension else set()
-        if len(owners) == 1:
-            dimension = next(iter(owners))
-        dimension = dimension or self.catalog.dimension_of_rank(segments) or ""
+        """A rank id, of the dimension `GroupNames.rank_dimension` gives it."""
+        dimension = self.f.calls.names.rank_dimension(self.record, segments)
         return self.source("rank-id", segs_text(segments), line, dimension)
 
     # -- entry ----------------------------------------------------------------------------
@@ -262,13 +256,13 @@ class Walker:
         ):
             result[self.source("rank-id", f"{call.text}({call.args[0]})", call.line)] = ()
         segs = call.target
-        placement = any(n in catalog.placement_calls or n in catalog.shape_calls for n in names)
+        placement = any(n in catalog.placement_calls for n in names)
         # An address (`buf.data_ptr()`) says where a buffer lives, not what it holds.
         placement = placement or (len(segs) >= 2 and segs[-1] in catalog.address_methods)
         internal = [t for t in targets if t in program.functions]
         # An object from outside the program handed a process group takes part in that group's
         # protocol: the rank ids it is given say which member it is, not what it returns.
-        member = not internal and self.f.calls.passes_group(self.record, call)
+        member = not internal and self.f.calls.names.passes_group(self.record, call)
         operands: list[tuple[Operand, Labels]] = []
         measured = len(segs) == 1 and segs[0] in self.catalog.measures
         for operand in call.operands:
@@ -301,7 +295,7 @@ class Walker:
             # Outside the program: its result is computed from its receiver and arguments,
             # except a placement method's (`x.to(device)` holds what `x` holds).
             if len(segs) >= 2 and segs[-1] in catalog.feeders and segs[-2] != CALL:
-                self.feed(call, [labels for _o, labels in operands], env)
+                self.feed(call, [result, *(labels for _o, labels in operands)], env)
             merge(result, receiver)
             if not (len(segs) >= 2 and segs[-1] in catalog.placement_methods):
                 for _operand, labels in operands:
@@ -398,6 +392,9 @@ class Walker:
             cut.append(seg)
         if not cut or cut[0] in (OPAQUE, "<str>", "super()"):
             return {}
+        if len(cut) < len(ref) and ref[-2] == CALL and self.catalog.is_rank_name(ref[-1]):
+            # `get_pp_group().rank_in_group`: a rank id read from what a call returned
+            return {self.rank_source(ref, line): ()}
         if self.catalog.is_uniform_name(cut[-1]):
             return {}
         if tuple(cut[:2]) == ("os", "environ"):
