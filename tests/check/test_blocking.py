@@ -1074,3 +1074,63 @@ def test_every_round_is_claimed_only_where_every_path_runs_it(tmp_path: Path, pr
     }
     marked = {i for i, text in enumerate(code.splitlines(), 1) if text.endswith("# every")}
     assert claimed == marked
+
+
+def test_a_context_manager_runs_up_to_its_yield_on_entry_and_the_rest_on_exit(tmp_path: Path):
+    """`@contextmanager` code before the `yield` runs where the `with` starts, the code after it
+    where the body is left: the sleep waits for the body's all_reduce, the collection after
+    the yield (in `finally`) for the barrier after the `with`."""
+    _, result = _run(
+        tmp_path,
+        """
+        import contextlib
+
+        @contextlib.contextmanager
+        def profiling():
+            time.sleep(1)
+            try:
+                yield
+            finally:
+                gc.collect()
+
+        def event_loop():
+            while True:
+                with profiling():
+                    dist.all_reduce(None)
+                dist.barrier()
+        """,
+        include_round_tail=False,
+    )
+    paired = {
+        f.extra["blocking"]["text"]: [c["callee"] for c in f.extra["collectives"]]
+        for f in result.findings
+    }
+    assert paired == {
+        "time.sleep(1)": ["torch.distributed.all_reduce"],
+        "gc.collect()": ["torch.distributed.barrier"],
+    }
+
+
+def test_a_collective_after_a_context_managers_yield_follows_the_body(tmp_path: Path):
+    """The barrier after `value = yield` runs as the body is left: the body's sleep waits for
+    it, not for the all_reduce after the `with`."""
+    _, result = _run(
+        tmp_path,
+        """
+        import contextlib
+
+        @contextlib.contextmanager
+        def synced():
+            value = yield
+            dist.barrier()
+
+        def event_loop():
+            while True:
+                with synced():
+                    time.sleep(1)
+                dist.all_reduce(None)
+        """,
+        include_round_tail=False,
+    )
+    (finding,) = result.findings
+    assert [c["callee"] for c in finding.extra["collectives"]] == ["torch.distributed.barrier"]
