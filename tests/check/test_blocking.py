@@ -477,10 +477,10 @@ def test_work_a_memo_attribute_caches_is_marked_cadenced(tmp_path: Path):
 
 def test_a_setattr_of_a_computed_name_leaves_a_private_memo_a_cache(tmp_path: Path):
     """Copying settings by name (`setattr(obj, key, value)` over a mapping, or onto an
-    object's own fields, or an attribute hook's `object.__setattr__`) writes what the data or
-    the assignment names: public fields, not another module's private memo, so `config_of`
-    stays a cache. A public memo attribute may be such a field, and `setattr` with the memo's
-    own name may unset it: no cache then."""
+    object's own fields, an attribute hook's `object.__setattr__`, state copied through
+    `__dict__`) writes what the data or the assignment names: public fields, not another
+    module's private memo, so `config_of` stays a cache. A public memo attribute may be such a
+    field, and `setattr` with the memo's own name may unset it: no cache then."""
     findings = _assert_marked(
         tmp_path,
         """
@@ -496,6 +496,13 @@ def test_a_setattr_of_a_computed_name_leaves_a_private_memo_a_cache(tmp_path: Pa
             def update(self, fields):
                 for key, value in fields.items():
                     setattr(self, key, value)
+
+        class Record:
+            def __setstate__(self, state):
+                self.__dict__.update(state)
+
+        def rebuild(old, new):
+            new.__dict__.update(old.__dict__)
 
         def config_of(args):
             memo = getattr(args, "_config", None)
