@@ -57,6 +57,8 @@ if TYPE_CHECKING:
     from rankguard.analysis.blocking import BlockingAnalysis
 
 _MAX_LOOP_PASSES = 8
+# Context managers that swallow the exceptions they name: the body may stop anywhere.
+_SWALLOWING = frozenset(("contextlib.suppress",))
 # Which part of a `@contextmanager` generator a `with` runs (`Walk.with_`): up to its `yield`
 # on entry; on exit, nothing until the `yield`, then the rest.
 PHASE: Cond = ("context manager phase",)
@@ -279,7 +281,13 @@ class Walk:
         state = self.calls(stmt.calls, state, guards, cadence, phase=ENTERING)
         state = self.lock_context(stmt, state, cadence)
         state = self._forget(state, stmt.targets)
-        out = self.block(stmt.blocks[0], state, guards, inner)
+        swallows = any(
+            t.name in _SWALLOWING for c in stmt.calls for t in followed(self.a.program, self.fn, c)
+        )
+        trace: list[State] | None = [] if swallows else None
+        out = self.block(stmt.blocks[0], state, guards, inner, trace)
+        if trace:  # an exception the context manager swallows leaves the body anywhere
+            out = join([out, *trace])
         if out is None:
             return None
         out = self.calls(stmt.exits, out, guards, cadence)

@@ -1141,3 +1141,31 @@ def test_a_collective_after_a_context_managers_yield_follows_the_body(tmp_path: 
     )
     (finding,) = result.findings
     assert [c["callee"] for c in finding.extra["collectives"]] == ["torch.distributed.barrier"]
+
+
+def test_a_with_that_swallows_exceptions_may_leave_its_body_early(tmp_path: Path):
+    """`contextlib.suppress` goes on past a raise in the body: the all_reduce may not run, so
+    the sleep is not claimed to be followed by it every round, and may still wait for the
+    barrier after the `with`, which every round runs."""
+    _, result = _run(
+        tmp_path,
+        """
+        import contextlib
+
+        def helper(bad):
+            if bad:
+                raise ValueError()
+            dist.all_reduce(None)
+
+        def event_loop(bad):
+            while True:
+                time.sleep(1)
+                with contextlib.suppress(ValueError):
+                    helper(bad)
+                dist.barrier()
+        """,
+        include_round_tail=False,
+    )
+    (finding,) = result.findings
+    paired = {c["callee"]: c["every_round"] for c in finding.extra["collectives"]}
+    assert paired == {"torch.distributed.all_reduce": False, "torch.distributed.barrier": True}
