@@ -62,6 +62,7 @@ from rankguard.analysis.hardware import platform_facts
 from rankguard.analysis.instances import Instances
 from rankguard.analysis.launches import Launches
 from rankguard.analysis.memo import MemoShape
+from rankguard.analysis.narrowing import Narrowing
 from rankguard.analysis.overrides import configured
 from rankguard.analysis.passed import PassedCallables
 from rankguard.analysis.reach import FOLLOWED
@@ -111,6 +112,7 @@ class BlockingAnalysis:
         self.classify = CallClassifier(program, catalog, cadence_helpers)
         self.context = RoundContext(program)
         self.instances = Instances(program, self.context.stability)
+        self.narrowing = Narrowing(program, self.context.stability)
         self.ranks = rank_source_catalog()
         self.passed = PassedCallables(program)
         self.results = ResultConditions(program.functions)

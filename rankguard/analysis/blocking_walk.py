@@ -19,6 +19,7 @@ from rankguard.analysis.blocking_types import (
     merge,
     same,
 )
+from rankguard.analysis.blocking_with import PHASE, at_yield, waiting, with_statement
 from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.context import placements
 from rankguard.analysis.doubts import (
@@ -42,6 +43,7 @@ from rankguard.analysis.drained import (
     maybe_drained,
 )
 from rankguard.analysis.memo import building, past_return
+from rankguard.analysis.narrowing import class_test
 from rankguard.analysis.passed import binding_facts, held_in, narrowed
 from rankguard.analysis.precision import assigned_fact, cadence_of
 from rankguard.analysis.reach import edge_of, followed
@@ -57,12 +59,6 @@ if TYPE_CHECKING:
     from rankguard.analysis.blocking import BlockingAnalysis
 
 _MAX_LOOP_PASSES = 8
-# Context managers that swallow the exceptions they name: the body may stop anywhere.
-_SWALLOWING = frozenset(("contextlib.suppress",))
-# Which part of a `@contextmanager` generator a `with` runs (`Walk.with_`): up to its `yield`
-# on entry; on exit, nothing until the `yield`, then the rest.
-PHASE: Cond = ("context manager phase",)
-ENTERING, WAITING, LEAVING = "entering", "waiting", "leaving"
 
 
 class Walk:
@@ -110,15 +106,13 @@ class Walk:
         kind = stmt.kind
         state = self.properties(stmt, state, cadence)
         if kind == "with":
-            return self.with_(stmt, state, guards, cadence)
+            return with_statement(self, stmt, state, guards, cadence)
         state = self.calls(_run_past(stmt), state, guards, cadence)
         if stmt.yields:
-            phase = state.known.get(PHASE)
-            if phase == ENTERING:
-                self.suspended.append(state)  # the `with` body runs here, inside any `try`
+            resumed = at_yield(self, state)
+            if resumed is None:
                 return None
-            if phase == WAITING:
-                state = state.evolve(known={**state.known, PHASE: LEAVING})
+            state = resumed
         if kind == "assign":
             return self.assign(stmt, state)
         if kind == "return":
@@ -176,7 +170,7 @@ class Walk:
 
     def truth_test(self, stmt: Stmt, state: State, cadence: str | None) -> State:
         """`if done:` / `while not flag:` on a device tensor reads its value on the host."""
-        if state.known.get(PHASE) == WAITING:
+        if waiting(state):
             return state
         found = self.a.classify.truth_test(self.record, stmt, state.env, cadence)
         if found is None:
@@ -191,7 +185,11 @@ class Walk:
         # What is known already stays as it is: `in_capture` known False and assumed falsy on
         # one side would read as a disagreement where the sides join.
         known = state.known
-        facts = {c: v for c, v in assume(cond, positive).items() if pure(c) and c not in known}
+        facts = {
+            c: v
+            for c, v in assume(cond, positive).items()
+            if (pure(c) or class_test(c)) and c not in known
+        }
         if not facts:
             return state
         return state.evolve(known={**state.known, **facts})
@@ -245,7 +243,7 @@ class Walk:
             known = forget_shaky(forget(known, target), target)
         return state if known is state.known else state.evolve(known=known)
 
-    def _forget(self, state: State, targets: Sequence[Segs]) -> State:
+    def forget(self, state: State, targets: Sequence[Segs]) -> State:
         state = self._forget_facts(state, targets)
         names = [t[0] for t in targets if len(t) == 1 and t[0] in state.env]
         if not names:
@@ -270,53 +268,6 @@ class Walk:
             current = following
         normal = None if stmt.infinite else self.block(stmt.blocks[1], current, guards, cadence)
         return join([normal, *breaks])
-
-    def with_(self, stmt: Stmt, state: State, guards: Guards, cadence: str | None) -> State | None:
-        inner = cadence
-        for call in stmt.calls:
-            for target in followed(self.a.program, self.fn, call):
-                helper = self.a.classify.function_cadence(target.name)
-                if helper and "cadence helper" in helper:
-                    inner = inner or helper
-        state = self.calls(stmt.calls, state, guards, cadence, phase=ENTERING)
-        state = self.lock_context(stmt, state, cadence)
-        state = self._forget(state, stmt.targets)
-        swallows = any(
-            t.name in _SWALLOWING for c in stmt.calls for t in followed(self.a.program, self.fn, c)
-        )
-        trace: list[State] | None = [] if swallows else None
-        out = self.block(stmt.blocks[0], state, guards, inner, trace)
-        if trace:  # an exception the context manager swallows leaves the body anywhere
-            out = join([out, *trace])
-        if out is None:
-            return None
-        out = self.calls(stmt.exits, out, guards, cadence)
-        for call in reversed(stmt.calls):  # the context managers' code after their `yield`
-            out = self.leave(call, stmt.calls, out, cadence)
-        return out
-
-    def leave(
-        self, call: CallSite, stmt_calls: Sequence[CallSite], state: State, cadence: str | None
-    ) -> State:
-        """What a `@contextmanager` generator the `with` entered runs as its body is left."""
-        outcomes = [
-            self.enter(target.name, state, hop, cadence, call, stmt_calls, phase=WAITING)
-            for target in followed(self.a.program, self.fn, call)
-            if target.name in self.a.program.functions and self.a.context_manager(target.name)
-            for hop in (Hop(self.fn, self.record.path, call.line, edge_of(target)),)
-        ]
-        return (join(outcomes) or state) if outcomes else state
-
-    def lock_context(self, stmt: Stmt, state: State, cadence: str | None) -> State:
-        """`with self._lock:` acquires the lock (no call appears in the source)."""
-        if state.known.get(PHASE) == WAITING:
-            return state
-        found = self.a.classify.lock_calls(self.record, stmt, cadence)
-        if not found:
-            return state
-        pending = dict(state.pending)
-        merge(pending, doubted(found, state.known))
-        return state.evolve(pending=pending)
 
     def try_(self, stmt: Stmt, state: State, guards: Guards, cadence: str | None) -> State | None:
         body, orelse, final, *handlers = stmt.blocks
@@ -348,7 +299,7 @@ class Walk:
         advance: bool = False,
         phase: str | None = None,
     ) -> State:
-        if state.known.get(PHASE) == WAITING:
+        if waiting(state):
             return state  # leaving a context manager: what runs before its `yield` ran on entry
         for call in calls:
             # A call on a side of `x if c else y` (or past `a and`) the facts exclude: not run.
@@ -373,7 +324,9 @@ class Walk:
         advance: bool = False,
         phase: str | None = None,
     ) -> State:
-        targets = followed(self.a.program, self.fn, call)
+        targets = self.a.narrowing.narrow(
+            self.fn, call, followed(self.a.program, self.fn, call), state.known
+        )
         if len(call.target) == 1:  # a bare name: maybe a parameter bound on this path
             targets = narrowed(call, targets, held_in(state.known))
         receiver = self.a.receivers.of_call(self.record, call, state.known)
@@ -418,7 +371,7 @@ class Walk:
         return joined
 
     def properties(self, stmt: Stmt, state: State, cadence: str | None) -> State:
-        if state.known.get(PHASE) == WAITING:
+        if waiting(state):
             return state
         for ref in stmt.reads:
             for name in self.a.classify.property_targets(self.record, ref):

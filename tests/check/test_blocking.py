@@ -1169,3 +1169,66 @@ def test_a_with_that_swallows_exceptions_may_leave_its_body_early(tmp_path: Path
     (finding,) = result.findings
     paired = {c["callee"]: c["every_round"] for c in finding.extra["collectives"]}
     assert paired == {"torch.distributed.all_reduce": False, "torch.distributed.barrier": True}
+
+
+_DRAFTERS = """
+        class Proposer:
+            def propose(self):
+                pass
+
+        class Ngram(Proposer):
+            def propose(self):
+                return 1
+
+        class Medusa(Proposer):
+            def propose(self):
+                time.sleep(1)
+
+        def make(kind) -> Proposer:
+            return Ngram() if kind else Medusa()
+"""
+
+
+@pytest.mark.parametrize(
+    ("loop", "reported"),
+    [
+        (["assert isinstance(self.drafter, Ngram)", "self.drafter.propose()"], False),
+        (["if isinstance(self.drafter, (Ngram, Runner)):", "    self.drafter.propose()"], False),
+        (
+            ["if not isinstance(self.drafter, Ngram):", "    return", "self.drafter.propose()"],
+            False,
+        ),
+        (
+            [
+                "assert isinstance(self.drafter, Ngram)",
+                "self.drafter = make(0)",
+                "self.drafter.propose()",
+            ],
+            True,
+        ),
+        (["self.drafter.propose()"], True),
+    ],
+    ids=["assert", "if, a tuple of classes", "an early return", "reassigned after", "no test"],
+)
+def test_isinstance_on_the_path_narrows_the_receivers_overrides(
+    tmp_path: Path, loop: list[str], reported: bool
+):
+    """After `assert isinstance(self.drafter, Ngram)` (or inside `if isinstance(...)`, or past
+    the other side's return) the call runs Ngram's override only, not Medusa's sleep; a later
+    assignment forgets the test."""
+    _, result = _run(
+        tmp_path,
+        _DRAFTERS
+        + f"""
+        class Runner:
+            def __init__(self, kind):
+                self.drafter: Proposer = make(kind)
+
+            def event_loop(self):
+                while True:
+                    {(chr(10) + " " * 20).join(loop)}
+                    dist.barrier()
+        """,
+        include_round_tail=False,
+    )
+    assert bool(result.findings) is reported
