@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 from rankguard.analysis.doubts import SKIPPABLE, passed_on, shaky_facts, shaky_of
+from rankguard.analysis.narrowing import class_test
 from rankguard.analysis.precision import made_by
 from rankguard.analysis.rank_bounds import lone_ranks
 from rankguard.analysis.reach import enclosing
@@ -82,6 +83,16 @@ class RoundContext:
 
     def self_facts(self, facts: Mapping[Cond, Any], cls: str | None) -> dict[Cond, Any]:
         return {c: v for c, v in facts.items() if rooted(c, SELF) and self.stable(c, cls)}
+
+    def class_tests(self, facts: Mapping[Cond, Any], cls: str | None) -> dict[Cond, Any]:
+        """`isinstance` tests on attributes of `self` nothing reassigns after construction
+        (`analysis.narrowing`): they hold in a method called on `self`."""
+        out = {}
+        for cond, value in facts.items():
+            test = class_test(cond)
+            if test and test[0][0] == SELF and self.stable(("ref", test[0]), cls):
+                out[cond] = value
+        return out
 
     def global_facts(self, facts: Mapping[Cond, Any]) -> dict[Cond, Any]:
         """Facts on process-wide settings read through a getter (`get_config().pp_size`)."""
@@ -259,6 +270,7 @@ class RoundContext:
         facts: dict[Cond, Any] = passed_on(known, on_self)
         if on_self:
             facts.update(self.self_facts(known, class_of(record)))
+            facts.update(self.class_tests(known, class_of(record)))
         facts.update(self.global_facts(known))
         facts.update(self.aliased(record, known))
         facts.update(self.invariants(record))

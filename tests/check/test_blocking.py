@@ -1207,14 +1207,23 @@ _DRAFTERS = """
             True,
         ),
         (["self.drafter.propose()"], True),
+        (["assert isinstance(self.drafter, Ngram)", "self.draft()"], False),
     ],
-    ids=["assert", "if, a tuple of classes", "an early return", "reassigned after", "no test"],
+    ids=[
+        "assert",
+        "if, a tuple of classes",
+        "an early return",
+        "reassigned after",
+        "no test",
+        "in a method of self",
+    ],
 )
 def test_isinstance_on_the_path_narrows_the_receivers_overrides(
     tmp_path: Path, loop: list[str], reported: bool
 ):
     """After `assert isinstance(self.drafter, Ngram)` (or inside `if isinstance(...)`, or past
-    the other side's return) the call runs Ngram's override only, not Medusa's sleep; a later
+    the other side's return) the call runs Ngram's override only, not Medusa's sleep, also in a
+    method called on `self` where nothing reassigns the attribute after construction; a later
     assignment forgets the test."""
     _, result = _run(
         tmp_path,
@@ -1223,6 +1232,9 @@ def test_isinstance_on_the_path_narrows_the_receivers_overrides(
         class Runner:
             def __init__(self, kind):
                 self.drafter: Proposer = make(kind)
+
+            def draft(self):
+                self.drafter.propose()
 
             def event_loop(self):
                 while True:
