@@ -165,7 +165,7 @@ class BlockingAnalysis:
         try:
             walk = Walk(self, record)
             out = walk.block(record.info.body, State(True, {}, env, known), (), None)
-            end = join([out, *walk.returns])
+            end = join([out, *walk.returns, *walk.suspended])
         finally:
             self._stack.pop()
         passes = end is not None and end.clean
@@ -217,6 +217,12 @@ class BlockingAnalysis:
         return info.is_generator and not any(
             d and d[-1] in _CONTEXT_MANAGERS for d in info.decorators
         )
+
+    def context_manager(self, name: str) -> bool:
+        """`name` is a generator made a context manager (`@contextmanager`): a `with` runs it
+        up to its `yield` on entry, and the rest where the body is left."""
+        info = self.program.functions[name].info
+        return info.is_generator and any(d and d[-1] in _CONTEXT_MANAGERS for d in info.decorators)
 
     def infeasible(self, cond: Cond, positive: bool, known: Mapping[Cond, Any]) -> bool:
         """Taking this side of `cond` contradicts the facts, or needs a group of one rank

@@ -57,6 +57,12 @@ if TYPE_CHECKING:
     from rankguard.analysis.blocking import BlockingAnalysis
 
 _MAX_LOOP_PASSES = 8
+# Context managers that swallow the exceptions they name: the body may stop anywhere.
+_SWALLOWING = frozenset(("contextlib.suppress",))
+# Which part of a `@contextmanager` generator a `with` runs (`Walk.with_`): up to its `yield`
+# on entry; on exit, nothing until the `yield`, then the rest.
+PHASE: Cond = ("context manager phase",)
+ENTERING, WAITING, LEAVING = "entering", "waiting", "leaving"
 
 
 class Walk:
@@ -69,6 +75,7 @@ class Walk:
         self.first: dict[CollectiveSite, tuple[Hop, ...]] = {}
         self.pairs: dict[tuple[Key, CollectiveSite], Pair] = {}
         self.returns: list[State] = []
+        self.suspended: list[State] = []  # at a context manager's `yield`, entering it
         self.loops: list[tuple[list[State], list[State]]] = []
         self.cut: set[str] = set()
         self.tainted = False  # entered a function on a cycle of calls (`summary`)
@@ -105,6 +112,13 @@ class Walk:
         if kind == "with":
             return self.with_(stmt, state, guards, cadence)
         state = self.calls(_run_past(stmt), state, guards, cadence)
+        if stmt.yields:
+            phase = state.known.get(PHASE)
+            if phase == ENTERING:
+                self.suspended.append(state)  # the `with` body runs here, inside any `try`
+                return None
+            if phase == WAITING:
+                state = state.evolve(known={**state.known, PHASE: LEAVING})
         if kind == "assign":
             return self.assign(stmt, state)
         if kind == "return":
@@ -162,6 +176,8 @@ class Walk:
 
     def truth_test(self, stmt: Stmt, state: State, cadence: str | None) -> State:
         """`if done:` / `while not flag:` on a device tensor reads its value on the host."""
+        if state.known.get(PHASE) == WAITING:
+            return state
         found = self.a.classify.truth_test(self.record, stmt, state.env, cadence)
         if found is None:
             return state
@@ -262,14 +278,39 @@ class Walk:
                 helper = self.a.classify.function_cadence(target.name)
                 if helper and "cadence helper" in helper:
                     inner = inner or helper
-        state = self.calls(stmt.calls, state, guards, cadence)
+        state = self.calls(stmt.calls, state, guards, cadence, phase=ENTERING)
         state = self.lock_context(stmt, state, cadence)
         state = self._forget(state, stmt.targets)
-        out = self.block(stmt.blocks[0], state, guards, inner)
-        return self.calls(stmt.exits, out, guards, cadence) if out is not None else None
+        swallows = any(
+            t.name in _SWALLOWING for c in stmt.calls for t in followed(self.a.program, self.fn, c)
+        )
+        trace: list[State] | None = [] if swallows else None
+        out = self.block(stmt.blocks[0], state, guards, inner, trace)
+        if trace:  # an exception the context manager swallows leaves the body anywhere
+            out = join([out, *trace])
+        if out is None:
+            return None
+        out = self.calls(stmt.exits, out, guards, cadence)
+        for call in reversed(stmt.calls):  # the context managers' code after their `yield`
+            out = self.leave(call, stmt.calls, out, cadence)
+        return out
+
+    def leave(
+        self, call: CallSite, stmt_calls: Sequence[CallSite], state: State, cadence: str | None
+    ) -> State:
+        """What a `@contextmanager` generator the `with` entered runs as its body is left."""
+        outcomes = [
+            self.enter(target.name, state, hop, cadence, call, stmt_calls, phase=WAITING)
+            for target in followed(self.a.program, self.fn, call)
+            if target.name in self.a.program.functions and self.a.context_manager(target.name)
+            for hop in (Hop(self.fn, self.record.path, call.line, edge_of(target)),)
+        ]
+        return (join(outcomes) or state) if outcomes else state
 
     def lock_context(self, stmt: Stmt, state: State, cadence: str | None) -> State:
         """`with self._lock:` acquires the lock (no call appears in the source)."""
+        if state.known.get(PHASE) == WAITING:
+            return state
         found = self.a.classify.lock_calls(self.record, stmt, cadence)
         if not found:
             return state
@@ -305,13 +346,16 @@ class Walk:
         guards: Guards,
         cadence: str | None,
         advance: bool = False,
+        phase: str | None = None,
     ) -> State:
+        if state.known.get(PHASE) == WAITING:
+            return state  # leaving a context manager: what runs before its `yield` ran on entry
         for call in calls:
             # A call on a side of `x if c else y` (or past `a and`) the facts exclude: not run.
             excluded = any(self.a.infeasible(c, side, state.known) for c, side in call.under)
             if not call.deferred and not excluded:
                 ran = state.ran
-                state = self.call(call, calls, state, guards, cadence, advance)
+                state = self.call(call, calls, state, guards, cadence, advance, phase)
                 maybe = call.bound or not all(
                     self.a.infeasible(c, not side, state.known) for c, side in call.under
                 )
@@ -327,6 +371,7 @@ class Walk:
         guards: Guards,
         cadence: str | None,
         advance: bool = False,
+        phase: str | None = None,
     ) -> State:
         targets = followed(self.a.program, self.fn, call)
         if len(call.target) == 1:  # a bare name: maybe a parameter bound on this path
@@ -358,7 +403,10 @@ class Walk:
                 if not advance and target.via != "advanced" and self.a.suspended(target.name):
                     continue  # a generator: its body runs where it is advanced
                 bound = self.a.receivers.bound(target.name, receiver)
-                entered = self.enter(target.name, state, hop, cadence, call, stmt_calls, bound)
+                part = phase if phase and self.a.context_manager(target.name) else None
+                entered = self.enter(
+                    target.name, state, hop, cadence, call, stmt_calls, bound, part
+                )
                 if self.a.suspended(target.name):  # advanced: it may stop at any `yield`
                     entered = entered.evolve(ran=state.ran)
                 outcomes.append(entered)
@@ -370,6 +418,8 @@ class Walk:
         return joined
 
     def properties(self, stmt: Stmt, state: State, cadence: str | None) -> State:
+        if state.known.get(PHASE) == WAITING:
+            return state
         for ref in stmt.reads:
             for name in self.a.classify.property_targets(self.record, ref):
                 state = self.enter(name, state, Hop(self.fn, self.record.path, stmt.line), cadence)
@@ -384,6 +434,7 @@ class Walk:
         call: CallSite | None = None,
         stmt_calls: Sequence[CallSite] = (),
         receiver: Receiver | None = None,
+        phase: str | None = None,
     ) -> State:
         if self.a.on_stack(name):
             self.cut.add(name)
@@ -409,6 +460,8 @@ class Walk:
             known.update(binding_facts(self.a.passed.binding(self.record, call, name, held)))
         if receiver:
             known[RECEIVER] = receiver  # `self` in there is exactly this (`analysis.receivers`)
+        if phase:
+            known[PHASE] = phase
         if name in self.a.watched:
             self.writers.add((name, DOUBT in known))
         summary, cut, tainted = self.a.summary(name, known, env)

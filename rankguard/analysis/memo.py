@@ -87,14 +87,15 @@ def _reset_elsewhere(
     assigning it a value (`= None`, `del`, `setattr`, a mutating call). Another that fills
     it (a hook building the same cached object) leaves it a cache. A private memo (`_name`)
     is not written by a name computed at run time on another object (`setattr(args, key, v)`
-    over a mapping): such names come from data, settings and fields, which do not spell a
-    module's private state. A public memo may be one of them, and an object may clear its own
-    caches by the names it lists (`setattr(self, name, None)`) or through its `__dict__`."""
+    over a mapping, `new.__dict__.update(state)`): such names come from data, settings and
+    copied state, which do not spell a module's private memo. A public memo may be one of
+    them, and an object may clear its own caches by the names it lists (`setattr(self, name,
+    None)`) or through its `__dict__`."""
     writers = stability.writers(owner, name) - {record.qualname}
     if name.startswith("_"):
         writes = stability.writes()
-        computed = {f for f, _ in writes.get(COMPUTED_NAME, ())}
-        named = {f for key in (name, ANY_NAME) for f, _ in writes.get(key, ())}
+        computed = {f for key in _COMPUTED for f, _ in writes.get(key, ())}
+        named = {f for f, _ in writes.get(name, ())}
         writers -= computed - named - _clearing_itself(stability, owner, name)
     for function in writers:
         body = stability.program.functions[function].info.body
@@ -104,16 +105,22 @@ def _reset_elsewhere(
     return False
 
 
+_COMPUTED = (COMPUTED_NAME, ANY_NAME)  # `setattr(obj, name, v)`, `obj.__dict__[name] = v`
+
+
 def _clearing_itself(stability: Stability, owner: str | None, name: str) -> set[str]:
     """Methods that set computed names on their own object (`setattr(self, name, None)` over
-    the names it lists) where that object may hold the memo: of the memo's class, or, for a
-    memo on an object of unknown class, of a class that assigns `self.<name>` itself. An
-    attribute hook (`__setattr__`) sets what an assignment names: those are counted already."""
+    the names it lists, `self.__dict__.pop(name)`) where that object may hold the memo: of the
+    memo's class, or, for a memo on an object of unknown class, of a class that assigns
+    `self.<name>` itself. An attribute hook (`__setattr__`) sets what an assignment names:
+    those are counted already."""
     functions = stability.program.functions
     holders = stability.related(owner) if owner else stability.holders(name)
+    writes = stability.writes()
     return {
         function
-        for function, target in stability.writes().get(COMPUTED_NAME, ())
+        for key in _COMPUTED
+        for function, target in writes.get(key, ())
         if target[:1] == (SELF,)
         and functions[function].info.name != "__setattr__"
         and class_of(functions[function]) in holders

@@ -220,7 +220,12 @@ class _Builder:
         if isinstance(node, ast.Expr):
             r = self._expr(node.value)
             return Stmt(
-                "expr", line, tuple(r.calls), reads=tuple(r.reads), existence=tuple(r.existence)
+                "expr",
+                line,
+                tuple(r.calls),
+                reads=tuple(r.reads),
+                existence=tuple(r.existence),
+                yields=isinstance(node.value, (ast.Yield, ast.YieldFrom)),
             )
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             return self.assignment(node)
@@ -411,6 +416,7 @@ class _Builder:
             value=shape,
             existence=tuple(r.existence),
             tree=condition(_combined(node), reference, arith=True),
+            yields=isinstance(value, (ast.Yield, ast.YieldFrom)),
         )
 
     def imports(self, node: ast.Import | ast.ImportFrom, scope: str) -> None:

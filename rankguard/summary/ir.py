@@ -119,6 +119,9 @@ class Stmt:
     exits: tuple[CallSite, ...] = ()
     # assign / return: the value as a tree (`summary.conditions`); for: what it iterates.
     tree: tuple[Any, ...] = ()
+    # The statement suspends its generator (`yield x`, `y = yield`): where a context manager's
+    # `with` body runs, between what it does on entry and what it does on exit.
+    yields: bool = False
 
 
 @dataclass(slots=True)

@@ -477,10 +477,10 @@ def test_work_a_memo_attribute_caches_is_marked_cadenced(tmp_path: Path):
 
 def test_a_setattr_of_a_computed_name_leaves_a_private_memo_a_cache(tmp_path: Path):
     """Copying settings by name (`setattr(obj, key, value)` over a mapping, or onto an
-    object's own fields, or an attribute hook's `object.__setattr__`) writes what the data or
-    the assignment names: public fields, not another module's private memo, so `config_of`
-    stays a cache. A public memo attribute may be such a field, and `setattr` with the memo's
-    own name may unset it: no cache then."""
+    object's own fields, an attribute hook's `object.__setattr__`, state copied through
+    `__dict__`) writes what the data or the assignment names: public fields, not another
+    module's private memo, so `config_of` stays a cache. A public memo attribute may be such a
+    field, and `setattr` with the memo's own name may unset it: no cache then."""
     findings = _assert_marked(
         tmp_path,
         """
@@ -496,6 +496,13 @@ def test_a_setattr_of_a_computed_name_leaves_a_private_memo_a_cache(tmp_path: Pa
             def update(self, fields):
                 for key, value in fields.items():
                     setattr(self, key, value)
+
+        class Record:
+            def __setstate__(self, state):
+                self.__dict__.update(state)
+
+        def rebuild(old, new):
+            new.__dict__.update(old.__dict__)
 
         def config_of(args):
             memo = getattr(args, "_config", None)
@@ -1074,3 +1081,91 @@ def test_every_round_is_claimed_only_where_every_path_runs_it(tmp_path: Path, pr
     }
     marked = {i for i, text in enumerate(code.splitlines(), 1) if text.endswith("# every")}
     assert claimed == marked
+
+
+def test_a_context_manager_runs_up_to_its_yield_on_entry_and_the_rest_on_exit(tmp_path: Path):
+    """`@contextmanager` code before the `yield` runs where the `with` starts, the code after it
+    where the body is left: the sleep waits for the body's all_reduce, the collection after
+    the yield (in `finally`) for the barrier after the `with`."""
+    _, result = _run(
+        tmp_path,
+        """
+        import contextlib
+
+        @contextlib.contextmanager
+        def profiling():
+            time.sleep(1)
+            try:
+                yield
+            finally:
+                gc.collect()
+
+        def event_loop():
+            while True:
+                with profiling():
+                    dist.all_reduce(None)
+                dist.barrier()
+        """,
+        include_round_tail=False,
+    )
+    paired = {
+        f.extra["blocking"]["text"]: [c["callee"] for c in f.extra["collectives"]]
+        for f in result.findings
+    }
+    assert paired == {
+        "time.sleep(1)": ["torch.distributed.all_reduce"],
+        "gc.collect()": ["torch.distributed.barrier"],
+    }
+
+
+def test_a_collective_after_a_context_managers_yield_follows_the_body(tmp_path: Path):
+    """The barrier after `value = yield` runs as the body is left: the body's sleep waits for
+    it, not for the all_reduce after the `with`."""
+    _, result = _run(
+        tmp_path,
+        """
+        import contextlib
+
+        @contextlib.contextmanager
+        def synced():
+            value = yield
+            dist.barrier()
+
+        def event_loop():
+            while True:
+                with synced():
+                    time.sleep(1)
+                dist.all_reduce(None)
+        """,
+        include_round_tail=False,
+    )
+    (finding,) = result.findings
+    assert [c["callee"] for c in finding.extra["collectives"]] == ["torch.distributed.barrier"]
+
+
+def test_a_with_that_swallows_exceptions_may_leave_its_body_early(tmp_path: Path):
+    """`contextlib.suppress` goes on past a raise in the body: the all_reduce may not run, so
+    the sleep is not claimed to be followed by it every round, and may still wait for the
+    barrier after the `with`, which every round runs."""
+    _, result = _run(
+        tmp_path,
+        """
+        import contextlib
+
+        def helper(bad):
+            if bad:
+                raise ValueError()
+            dist.all_reduce(None)
+
+        def event_loop(bad):
+            while True:
+                time.sleep(1)
+                with contextlib.suppress(ValueError):
+                    helper(bad)
+                dist.barrier()
+        """,
+        include_round_tail=False,
+    )
+    (finding,) = result.findings
+    paired = {c["callee"]: c["every_round"] for c in finding.extra["collectives"]}
+    assert paired == {"torch.distributed.all_reduce": False, "torch.distributed.barrier": True}
