@@ -251,8 +251,15 @@ class RankDivergentCollective(Rule):
 
     def check(self, context: RuleContext) -> Iterable[Finding]:
         rounds = [r.function.qualname for r in context.rounds]
+        config = context.config
         calls = find_divergent_calls(
-            context.program, rounds, context.reach, context.config.driver_terms, context.blocking
+            context.program,
+            rounds,
+            context.reach,
+            config.driver_terms,
+            context.blocking,
+            context.kept,
+            config.digest(),
         )
         for call in calls:
             yield _finding(self.name, call)

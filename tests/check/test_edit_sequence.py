@@ -156,12 +156,16 @@ def test_warm_equals_no_cache_after_every_edit(capsys, tmp_path: Path, monkeypat
             assert warm == cold, f"{command} after: {step}"
         return warm[1]
 
+    store.COUNTS.clear()
     outputs = [both("nothing")]
     for step, apply in STEPS.items():
         apply(root)
         outputs.append(both(step))
-    # The sequence is not vacuous: the findings change along the way.
+    # The sequence is not vacuous: the findings change along the way, and the warm runs took
+    # kept blocking summaries and uniformity flows (`analysis.uniformity.keep`).
     assert len(set(outputs)) > 3
+    assert store.COUNTS["blocking summaries reused"] > 0
+    assert store.COUNTS["uniformity walks reused"] > 0
 
 
 def test_a_body_edit_re_resolves_only_its_module(capsys, tmp_path: Path):

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rankguard.adapters.keyed import KeyedStore
 from rankguard.analysis.blocking import BlockingAnalysis
 from rankguard.analysis.collectives import CollectiveReach, CollectiveSite
 from rankguard.analysis.uniformity.feasible import FeasibleReach, PathFacts
@@ -70,19 +71,21 @@ def find_divergent_calls(
     reach: CollectiveReach,
     driver_terms: Iterable[Any] = (),
     facts: PathFacts | None = None,
+    store: KeyedStore | None = None,
+    salt: str = "",
 ) -> list[DivergentCall]:
     """Every collective call, in a function the round functions reach on a path their facts
     allow, under a guard that varies over its group (the caller has matched the rounds
-    already: `RuleContext.rounds`; `facts`: the blocking analysis's, shared when given)."""
+    already: `RuleContext.rounds`; `facts`: the blocking analysis's, shared when given; with
+    a `store`, walks are kept across runs under the configuration's `salt`: `keep.py`)."""
     facts = facts or BlockingAnalysis(program, reach.catalog, blocking_catalog())
     feasible = FeasibleReach(program, facts, round_functions)
     reached = feasible.chains
     if not reached:
         return []
     catalog = rank_source_catalog(tuple(driver_terms))
-    flow = UniformityFlow(
-        program, reach, catalog, reached, other_modes_only(program, round_functions)
-    )
+    elsewhere = other_modes_only(program, round_functions)
+    flow = UniformityFlow(program, reach, catalog, reached, elsewhere, store, salt)
     out: list[DivergentCall] = []
     for name in sorted(reached):
         record = program.functions[name]

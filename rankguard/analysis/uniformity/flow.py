@@ -17,9 +17,11 @@ from collections.abc import Collection, Iterable, Iterator
 
 import networkx as nx
 
+from rankguard.adapters.keyed import KeyedStore
 from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.reach import FOLLOWED
 from rankguard.analysis.uniformity.collectives import CollectiveCalls, Groups
+from rankguard.analysis.uniformity.keep import KeptWalks
 from rankguard.analysis.uniformity.lattice import (
     FunctionFlow,
     Label,
@@ -52,7 +54,11 @@ class UniformityFlow:
         catalog: RankSourceCatalog,
         reached: Collection[str] = (),
         elsewhere: Collection[str] = (),
+        store: KeyedStore | None = None,
+        salt: str = "",
     ) -> None:
+        """With a `store`, walks are kept across runs (`keep.py`); `salt` names the
+        configuration."""
         # Functions the rounds reach: their parameters take values only from callers the rounds
         # also reach (a start-up profiler's synthetic requests are not the round's requests).
         self.reached = frozenset(reached)
@@ -68,8 +74,10 @@ class UniformityFlow:
         self._globals = _module_globals(program)
         self.flags = size_flags(program, catalog, self.calls)
         self.flows: dict[str, FunctionFlow] = {}
+        kept = KeptWalks(self, store, salt) if store is not None else None
         for name in _callees_first(program):
-            self.flows[name] = Walker(self, program.functions[name]).run()
+            record = program.functions[name]
+            self.flows[name] = kept.flow(record) if kept else Walker(self, record).run()
         self.sources = self._solve()
         self.seeded = self._seeded()
 
