@@ -122,7 +122,7 @@ class UniformityFlow:
                 for label, steps in labels.items():
                     forward.setdefault(label, []).append((node, steps))
         result: dict[Node, dict[Source, tuple[Step, ...]]] = {}
-        kept: dict[tuple[Node, tuple[str, str, str]], list[frozenset[str]]] = {}
+        kept: dict[tuple[Node, tuple[str, str, str]], set[frozenset[str]]] = {}
         queue: deque[tuple[Node, Source, tuple[Step, ...]]] = deque()
         for source in sorted(label for label in forward if isinstance(label, Source)):
             for node, steps in forward[source]:
@@ -136,11 +136,11 @@ class UniformityFlow:
                 # agreed only within a shard of it), not with their values.
                 continue
             known = result.setdefault(node, {})
-            alike = kept.setdefault((node, source.way), [])
+            alike = kept.setdefault((node, source.way), set())
             if source in known or (len(known) >= _MAX_SOURCES and _covered(source, alike)):
                 continue
             known[source] = chain
-            alike.append(source.agreed)
+            alike.add(source.agreed)
             for nxt, steps in forward.get(node, ()):
                 queue.append((nxt, source, (*steps, *chain)[:18]))
         return result
@@ -209,13 +209,16 @@ class UniformityFlow:
         return True
 
 
-def _covered(source: Source, alike: list[frozenset[str]]) -> bool:
-    """Whether a kept source of the same way (`Source.way`), agreed over `alike`'s groups,
-    varies over every group `source` does, at this node and wherever both flow on: agreed over
-    no more groups, and over some iff `source` is (a size counts arrivals only of agreed
-    values, `_solve`). Unions with the groups later collectives agree over keep both."""
+def _covered(source: Source, alike: Collection[frozenset[str]]) -> bool:
+    """Whether a kept source of the same way (`Source.way`), agreed over one of `alike`'s
+    group sets, varies over every group `source` does, at this node and wherever both flow on:
+    agreed over no more groups, and over some iff `source` is (a size counts arrivals only of
+    agreed values, `_solve`). Unions with the groups later collectives agree over keep both.
+    The solve keeps each group set once (a set): the same set covers at once."""
     agreed = source.agreed
-    return any(other <= agreed and bool(other) == bool(agreed) for other in alike)
+    return agreed in alike or any(
+        other <= agreed and bool(other) == bool(agreed) for other in alike
+    )
 
 
 def _callees_first(program: Program) -> list[str]:

@@ -42,6 +42,7 @@ class GroupNames:
         self.entered = entered
         self._groups: dict[int, Groups] = {}
         self._bindings: dict[str, dict[str, list[Segs]]] = {}
+        self._stores: dict[str, dict[str, list[Segs | None]]] = {}
 
     def groups(self, record: FunctionRecord, call: CallSite) -> Groups:
         """The dimensions of the groups the call's collectives run over, sorted; () when one
@@ -205,7 +206,12 @@ class GroupNames:
 
     def _class_stores(self, cls: str) -> dict[str, list[Segs | None]]:
         """`self.x = <reference>` stores in the class's own methods, a call's result as its
-        target and `()` (None: another value)."""
+        target and `()` (None: another value); found once per class."""
+        if cls not in self._stores:
+            self._stores[cls] = self._find_stores(cls)
+        return self._stores[cls]
+
+    def _find_stores(self, cls: str) -> dict[str, list[Segs | None]]:
         found: dict[str, list[Segs | None]] = {}
         info = self.program.classes.get(cls)
         for method in info.methods.values() if info else ():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from functools import cache
 from typing import Any
 
 
@@ -36,7 +37,7 @@ class Source:
 
     @property
     def agreed(self) -> frozenset[str]:
-        return frozenset(self.over.split(",")) - {""}
+        return _groups(self.over)
 
     def agreed_over(self, groups: str) -> Source:
         """The same source, once a collective over `groups` agreed on what it became."""
@@ -56,6 +57,12 @@ class Source:
         if self.over:
             out["agreed_over"] = self.over.split(",")
         return out
+
+
+@cache
+def _groups(over: str) -> frozenset[str]:
+    """The groups a comma-separated `over` names (one set per text: the solve asks often)."""
+    return frozenset(over.split(",")) - {""}
 
 
 @dataclass(frozen=True, order=True)
