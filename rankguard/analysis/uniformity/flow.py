@@ -34,6 +34,7 @@ from rankguard.analysis.uniformity.lattice import (
 from rankguard.analysis.uniformity.roots import size_flags
 from rankguard.analysis.uniformity.transfer import Walker
 from rankguard.catalogs.rank_sources import RankSourceCatalog
+from rankguard.model.load import paused_gc
 from rankguard.model.program import Program
 from rankguard.summary.ir import CALL, SUBSCRIPT, Stmt, walk_statements
 
@@ -115,35 +116,42 @@ class UniformityFlow:
     # -- solving --------------------------------------------------------------------------
     def _solve(self) -> dict[Node, dict[Source, tuple[Step, ...]]]:
         """Breadth first from every source: each node keeps its first few sources, then only
-        those no kept one covers (`_covered`), so no group a node varies over is lost."""
-        forward: dict[Label, list[tuple[Node, tuple[Step, ...]]]] = {}
-        for name in sorted(self.flows.keys() - self.elsewhere):
-            for node, labels in self.flows[name].edges.items():
-                for label, steps in labels.items():
-                    forward.setdefault(label, []).append((node, steps))
-        result: dict[Node, dict[Source, tuple[Step, ...]]] = {}
-        kept: dict[tuple[Node, tuple[str, str, str]], set[frozenset[str]]] = {}
-        queue: deque[tuple[Node, Source, tuple[Step, ...]]] = deque()
-        for source in sorted(label for label in forward if isinstance(label, Source)):
-            for node, steps in forward[source]:
-                queue.append((node, source, steps))
-        while queue:
-            node, source, chain = queue.popleft()
-            if node[0] == "over":  # a collective's result: agreed over its groups
-                source = source.agreed_over(node[1])
-            if node[0] == "arrivals" and source.kind != "inbox" and not source.over:
-                # A size changes with how many messages arrive (from outside the group, or
-                # agreed only within a shard of it), not with their values.
-                continue
-            known = result.setdefault(node, {})
-            alike = kept.setdefault((node, source.way), set())
-            if source in known or (len(known) >= _MAX_SOURCES and _covered(source, alike)):
-                continue
-            known[source] = chain
-            alike.add(source.agreed)
-            for nxt, steps in forward.get(node, ()):
-                queue.append((nxt, source, (*steps, *chain)[:18]))
-        return result
+        those no kept one covers (`_covered`), so no group a node varies over is lost. The
+        queue holds millions of acyclic tuples: the cyclic collector waits (`paused_gc`)."""
+        with paused_gc():
+            forward: dict[Label, list[tuple[Node, tuple[Step, ...]]]] = {}
+            for name in sorted(self.flows.keys() - self.elsewhere):
+                for node, labels in self.flows[name].edges.items():
+                    for label, steps in labels.items():
+                        forward.setdefault(label, []).append((node, steps))
+            result: dict[Node, dict[Source, tuple[Step, ...]]] = {}
+            kept: dict[tuple[Node, tuple[str, str, str]], set[frozenset[str]]] = {}
+            agreed: dict[tuple[Source, str], Source] = {}  # each `agreed_over` made once
+            queue: deque[tuple[Node, Source, tuple[Step, ...]]] = deque()
+            for source in sorted(label for label in forward if isinstance(label, Source)):
+                for node, steps in forward[source]:
+                    queue.append((node, source, steps))
+            while queue:
+                node, source, chain = queue.popleft()
+                if node[0] == "over":  # a collective's result: agreed over its groups
+                    if (source, node[1]) not in agreed:
+                        agreed[source, node[1]] = source.agreed_over(node[1])
+                    source = agreed[source, node[1]]
+                if node[0] == "arrivals" and source.kind != "inbox" and not source.over:
+                    # A size changes with how many messages arrive (from outside the group, or
+                    # agreed only within a shard of it), not with their values.
+                    continue
+                known = result.setdefault(node, {})
+                if source in known:
+                    continue
+                alike = kept.setdefault((node, source.way), set())
+                if len(known) >= _MAX_SOURCES and _covered(source, alike):
+                    continue
+                known[source] = chain
+                alike.add(source.agreed)
+                for nxt, steps in forward.get(node, ()):
+                    queue.append((nxt, source, (*steps, *chain)[:18]))
+            return result
 
     def _seeded(self) -> dict[str, list[Source]]:
         """What seeds each generator the program seeds: a draw from it is as uniform as every
