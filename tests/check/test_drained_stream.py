@@ -285,3 +285,35 @@ def test_a_sync_after_an_unplaced_sync_of_another_object_is_low_confidence(tmp_p
         if f.extra["blocking"]["text"] == "other.ids.tolist()"
     )
     assert "out.lengths.tolist()" in note
+
+
+def test_reading_an_events_timing_launches_nothing(tmp_path: Path):
+    # After `end.synchronize()` the queue is empty; `start.elapsed_time(end)` and a `query()`
+    # read what the events hold on the host, and `record()` queues a marker, no kernel: the
+    # helper's sync and the later ones find nothing to wait for. A call the model cannot see
+    # into still may launch.
+    _assert_marked(
+        tmp_path,
+        """
+        def consume(ids: torch.Tensor):
+            return ids.tolist()
+
+        def step(n, start: torch.cuda.Event, end: torch.cuda.Event, other):
+            start.record()
+            y = torch.ones(n, device="cuda") * 2
+            end.record()
+            end.synchronize()  # expect
+            took = start.elapsed_time(end)
+            done = end.query()
+            consume(y)
+            first = y.tolist()
+            other.launch()
+            again = y.tolist()  # expect
+
+        def loop(n, start, end, other):
+            while True:
+                step(n, start, end, other)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
