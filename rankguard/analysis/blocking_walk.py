@@ -342,6 +342,9 @@ class Walk:
             pending = dict(state.pending)
             merge(pending, doubted({blocking.key: blocking}, state.known))
             return after(blocking, call, True, state.evolve(pending=pending))
+        # The callee starts where the caller stands now; past the call, what it may launch
+        # has undone the drain.
+        drained = drained_into(call, state.known)
         quiet = not marked(state.known) or self.a.launches.quiet_call(call, targets)
         state = after(None, call, quiet, state)
         outcomes: list[State | None] = []
@@ -358,7 +361,7 @@ class Walk:
                 bound = self.a.receivers.bound(target.name, receiver)
                 part = phase if phase and self.a.context_manager(target.name) else None
                 entered = self.enter(
-                    target.name, state, hop, cadence, call, stmt_calls, bound, part
+                    target.name, state, hop, cadence, call, stmt_calls, bound, part, drained
                 )
                 if self.a.suspended(target.name):  # advanced: it may stop at any `yield`
                     entered = entered.evolve(ran=state.ran)
@@ -388,6 +391,7 @@ class Walk:
         stmt_calls: Sequence[CallSite] = (),
         receiver: Receiver | None = None,
         phase: str | None = None,
+        drained: bool = False,
     ) -> State:
         if self.a.on_stack(name):
             self.cut.add(name)
@@ -401,7 +405,7 @@ class Walk:
             attrs = self.a.classify.placement.attribute
             env = placements(record, call, stmt_calls, state.env, attrs)
         known = self.a.entry_facts(name, call, state.known)
-        if call is not None and drained_into(call, state.known):
+        if drained:
             known[DRAINED] = True
         if call is not None:
             constructed = self.a.instances.entry_facts(

@@ -2,7 +2,8 @@
 stays empty until one does.
 
 A call launches nothing when everything it may run is *quiet*: a host builtin or logging, a
-container's own method (`rows.append(x)`), a tensor's small op on data already there, building
+container's own method (`rows.append(x)`), a tensor's small op on data already there, a device
+event's marker or timing read (`end.record()`, `start.elapsed_time(end)`), building
 a record (a class with no constructor of its own, a `msgspec.Struct`), or a program function
 whose body calls only quiet things and computes no operator (`x * 2` may be a kernel). A
 function on a cycle of calls, or one with a `with` block (its exit runs code this does not see),
@@ -13,6 +14,7 @@ recursion, far beyond real helper chains, not a cut that decides answers.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from rankguard.analysis.drained import host_call, operates
@@ -34,6 +36,7 @@ _CONTAINER_METHODS = frozenset(
     )
 )  # fmt: skip
 _OPERATOR_TEXT = frozenset("+-*/@%&|^~<>")
+_EVENT_CALL = re.compile(r"torch(\.cuda)?(\.streams)?\.Event(\(\))?\.(record|query|elapsed_time)")
 
 
 class Launches:
@@ -50,7 +53,7 @@ class Launches:
         inside = [t for t in targets if t.name in program.functions or t.name in program.classes]
         outside = [t for t in targets if t not in inside]
         if not inside and not any(t.name in _RECORD_INITS for t in outside):
-            return host_call(call) or _container_method(call)
+            return host_call(call) or _container_method(call) or _event_marker(outside)
         if any(t.name not in _RECORD_INITS for t in outside):
             return False
         functions = [t.name for t in inside if t.name in program.functions]
@@ -82,6 +85,12 @@ class Launches:
                 if not self.quiet_call(call, resolved.get(id(call), ()), depth):
                     return False
         return True
+
+
+def _event_marker(targets: Sequence[Target]) -> bool:
+    """A device event's own host-side calls: `record()` queues a marker, not a kernel;
+    `query()` and `elapsed_time()` read what the events hold."""
+    return bool(targets) and all(_EVENT_CALL.fullmatch(t.name) for t in targets)
 
 
 def _container_method(call: CallSite) -> bool:

@@ -43,7 +43,7 @@ FACTORIES = frozenset(
 _LIKE = frozenset(("zeros_like", "ones_like", "empty_like", "full_like"))
 _COPIES = frozenset(("tensor", "as_tensor"))  # given a tensor, they keep its device
 _TO_HOST = frozenset(("cpu", "numpy", "pin_memory"))
-_TO_PYTHON = frozenset(("tolist", "item"))
+_TO_PYTHON = frozenset(("tolist", "item", "elapsed_time"))  # Python values on the host
 # Methods whose result lives where their receiver does.
 KEEPS = frozenset(
     (

@@ -210,14 +210,21 @@ def test_a_builtin_read_of_an_annotated_tensor_is_a_sync(tmp_path: Path):
 
 def test_a_helper_called_right_after_a_sure_sync_finds_the_queue_drained(tmp_path: Path):
     # `consume` runs only right after a sync with nothing launched between: its own sync
-    # finds the queue empty. `consume_computed` is handed what an operator computes on the
-    # way in, and `consume_late` runs after an operator queued work: their syncs wait. Where
-    # the caller's sync was of unknown placement, nothing is handed on.
+    # finds the queue empty, as does `consume_busy`'s, though what it calls later may
+    # launch. `consume_computed` is handed what an operator computes on the way in, and
+    # `consume_late` runs after an operator queued work: their syncs wait. Where the
+    # caller's sync was of unknown placement, nothing is handed on.
     _assert_marked(
         tmp_path,
         """
         def consume(ids):
             return ids.tolist()
+
+        def consume_busy(ids, rows):
+            out = ids.tolist()
+            rows.append(out)
+            publish(rows)
+            return out
 
         def consume_late(ids):
             return ids.tolist()  # expect
@@ -232,6 +239,7 @@ def test_a_helper_called_right_after_a_sure_sync_finds_the_queue_drained(tmp_pat
             a = torch.ones(n, device="cuda")
             la = a.tolist()  # expect
             consume(a)
+            consume_busy(a, la)
             consume_computed(a * 2)
             b = a * 2
             consume_late(b)
@@ -285,3 +293,35 @@ def test_a_sync_after_an_unplaced_sync_of_another_object_is_low_confidence(tmp_p
         if f.extra["blocking"]["text"] == "other.ids.tolist()"
     )
     assert "out.lengths.tolist()" in note
+
+
+def test_reading_an_events_timing_launches_nothing(tmp_path: Path):
+    # After `end.synchronize()` the queue is empty; `start.elapsed_time(end)` and a `query()`
+    # read what the events hold on the host, and `record()` queues a marker, no kernel: the
+    # helper's sync and the later ones find nothing to wait for. A call the model cannot see
+    # into still may launch.
+    _assert_marked(
+        tmp_path,
+        """
+        def consume(ids: torch.Tensor):
+            return ids.tolist()
+
+        def step(n, start: torch.cuda.Event, end: torch.cuda.Event, other):
+            start.record()
+            y = torch.ones(n, device="cuda") * 2
+            end.record()
+            end.synchronize()  # expect
+            took = start.elapsed_time(end) / 1e3
+            done = end.query()
+            consume(y)
+            first = y.tolist()
+            other.launch()
+            again = y.tolist()  # expect
+
+        def loop(n, start, end, other):
+            while True:
+                step(n, start, end, other)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
