@@ -40,6 +40,7 @@ from rankguard.analysis.staleness.facts import (
 )
 from rankguard.core.chains import Hop
 from rankguard.core.errors import ErrorRecord
+from rankguard.model.load import paused_gc
 
 
 @dataclass
@@ -102,6 +103,13 @@ class Flows(Evaluator, ConsumerRows):
         return attrs, names
 
     def run(self) -> Analysis:
+        """The fixpoint. Each round rebuilds millions of small acyclic values (sign terms,
+        summaries); the cyclic collector waits meanwhile (`paused_gc`), as it does for the
+        uniformity solve, instead of re-scanning the loaded model each time they pile up."""
+        with paused_gc():
+            return self._run()
+
+    def _run(self) -> Analysis:
         attr_readers, global_readers = self.readers()
         relevant = self.seeds()
         wrapper_names = {name.rsplit(".", 1)[-1] for name in self.caching.wrappers}
