@@ -427,13 +427,8 @@ def test_cadenced_calls_are_reported_and_marked(tmp_path: Path):
     assert "self._t" in cadence["torch.cuda.synchronize"]
 
 
-def test_work_a_memo_attribute_caches_is_marked_cadenced(tmp_path: Path):
-    # `memo = getattr(args, "_config", None); if memo is not None: return memo` and the
-    # `if self._tok is None: self._tok = ...` build run only while the attribute is unset, and
-    # set it: once per object, not every round. A branch that sets nothing is no cache.
-    findings = _assert_marked(
-        tmp_path,
-        """
+# A memo held by a parameter: the build after the early return runs while it is unset.
+_CONFIG_OF = """
         def config_of(args):
             memo = getattr(args, "_config", None)
             if memo is not None:
@@ -441,6 +436,17 @@ def test_work_a_memo_attribute_caches_is_marked_cadenced(tmp_path: Path):
             built = open("cfg")  # expect
             args._config = built
             return built
+"""
+
+
+def test_work_a_memo_attribute_caches_is_marked_cadenced(tmp_path: Path):
+    # `memo = getattr(args, "_config", None); if memo is not None: return memo` and the
+    # `if self._tok is None: self._tok = ...` build run only while the attribute is unset, and
+    # set it: once per object, not every round. A branch that sets nothing is no cache.
+    findings = _assert_marked(
+        tmp_path,
+        _CONFIG_OF
+        + """
 
         def keyed_config_of(args):
             memo = args._keyed
@@ -588,16 +594,10 @@ def test_a_memo_the_start_up_fills_is_low_confidence(tmp_path: Path):
     its confidence: the first round builds it."""
     findings = _assert_marked(
         tmp_path,
-        """
+        _CONFIG_OF
+        + """
         import json
 
-        def config_of(args):
-            memo = getattr(args, "_config", None)
-            if memo is not None:
-                return memo
-            built = open("cfg")  # expect
-            args._config = built
-            return built
 
         def tokenizer_of(args):
             memo = getattr(args, "_tok", None)
@@ -691,14 +691,8 @@ _NOT_WARM = {
                     loader.load_once()
                     dist.barrier()
         """,
-    "the constructor runs the round": """
-        def config_of(args):
-            memo = getattr(args, "_config", None)
-            if memo is not None:
-                return memo
-            built = open("cfg")
-            args._config = built
-            return built
+    "the constructor runs the round": _CONFIG_OF
+    + """
 
         class Scheduler:
             def __init__(self, args):
