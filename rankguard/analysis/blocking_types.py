@@ -247,6 +247,12 @@ class Regions:
     every: frozenset[CollectiveSite] = frozenset()
 
 
+def lowered(call: BlockingCall, confidence: str, why: str, **changes: Any) -> BlockingCall:
+    """`call` at `confidence`, `why` first in its note (what the note said before stays)."""
+    note = f"{why}; {call.note}" if call.note else why
+    return copied(call, confidence=confidence, note=note, **changes)
+
+
 def cadenced(call: BlockingCall, reason: str) -> BlockingCall:
     return call if call.cadenced else copied(call, cadenced=reason)
 

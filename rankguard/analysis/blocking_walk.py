@@ -49,7 +49,7 @@ from rankguard.analysis.precision import assigned_fact, cadence_of
 from rankguard.analysis.reach import edge_of, followed
 from rankguard.analysis.receivers import RECEIVER, Receiver
 from rankguard.analysis.results import at_call, none_tests
-from rankguard.core.chains import Hop
+from rankguard.core.chains import WEAK_EDGES, Hop
 from rankguard.model.facts import Cond, assume, forget, pure
 from rankguard.model.placement import asserted, of_tree
 from rankguard.model.records import FunctionRecord
@@ -307,12 +307,16 @@ class Walk:
             if not call.deferred and not excluded:
                 ran = state.ran
                 state = self.call(call, calls, state, guards, cadence, advance, phase)
-                maybe = call.bound or not all(
-                    self.a.infeasible(c, not side, state.known) for c, side in call.under
-                )
-                if maybe and state.ran is not ran:  # `a and f()`, `[f(x) for x in xs]`
-                    state = state.evolve(ran=ran)
+                if state.ran is not ran and self.may_skip(call, state):
+                    state = state.evolve(ran=ran)  # `a and f()`, `[f(x) for x in xs]`
         return state
+
+    def may_skip(self, call: CallSite, state: State) -> bool:
+        """The call may not run on this path: in a comprehension, or past a condition the
+        facts do not settle (`a and f()`), so what it runs is not sure."""
+        return call.bound or not all(
+            self.a.infeasible(c, not side, state.known) for c, side in call.under
+        )
 
     def call(
         self,
@@ -369,7 +373,7 @@ class Walk:
         if not outcomes:
             return state
         joined = join(outcomes) or state
-        if any(Hop(self.fn, "", 0, edge_of(t)).weak for t in targets):  # a guess: not sure
+        if any(edge_of(t) in WEAK_EDGES for t in targets):  # a guess: not sure
             return joined.evolve(ran=state.ran)
         return joined
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from rankguard.analysis.blocking_types import BlockingCall, Key, copied
+from rankguard.analysis.blocking_types import BlockingCall, Key, lowered
 from rankguard.model.facts import Cond, contradicts, member, refs
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import Segs, Stmt, segs_text
@@ -119,11 +119,6 @@ def doubted(
         return dict(calls)
     why = reason or skip
     return {
-        key: copied(
-            call,
-            confidence="low",
-            note=f"{why}; {call.note}" if call.note else why,
-            **({"doubt": reason} if reason else {"skipped": skip}),
-        )
+        key: lowered(call, "low", why, **({"doubt": reason} if reason else {"skipped": skip}))
         for key, call in calls.items()
     }

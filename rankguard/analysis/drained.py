@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from rankguard.analysis.blocking_types import BlockingCall, State, copied
+from rankguard.analysis.blocking_types import BlockingCall, State, lowered
 from rankguard.model.facts import Cond
 from rankguard.model.placement import HOST, KEEPS
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite
@@ -75,8 +75,7 @@ def maybe_drained(blocking: BlockingCall, known: Mapping[Cond, Any]) -> Blocking
         f"an earlier sync of unknown placement, {earlier}, with nothing launched since, "
         "drained the queue if both tensors are on the device"
     )
-    note = f"{why}; {blocking.note}" if blocking.note else why
-    return copied(blocking, confidence="low", note=note)
+    return lowered(blocking, "low", why)
 
 
 def operates(tree: Cond) -> bool:

@@ -80,7 +80,6 @@ class Narrowing:
                     self.program.evaluate(function, expression[1]) if expression[0] == "ref" else ()
                 )
                 if not values or any(v.kind != "class" for v in values):
-                    found = set()
                     self._allowed[key] = None
                     break
                 for value in values:

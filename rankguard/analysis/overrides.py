@@ -10,7 +10,7 @@ true 3 times in 12 (sglang 2/8, megatron-core 0/2, vllm 1/2), against about half
 
 from __future__ import annotations
 
-from rankguard.analysis.blocking_types import BlockingCall, copied
+from rankguard.analysis.blocking_types import BlockingCall, lowered
 
 
 def configured(call: BlockingCall) -> BlockingCall:
@@ -29,4 +29,4 @@ def configured(call: BlockingCall) -> BlockingCall:
         f"reached through `{override}`, an override of the declared receiver's method "
         f"({hop.path}:{hop.line}): it runs only where the program is configured with that class"
     )
-    return copied(call, confidence="medium", note=why)
+    return lowered(call, "medium", why)

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
-from rankguard.analysis.blocking_types import BlockingCall, copied
+from rankguard.analysis.blocking_types import BlockingCall, lowered
 from rankguard.analysis.memo import MemoShape, building, held_by, past_return
 from rankguard.analysis.reach import reach_from
 from rankguard.analysis.rounds import Round
-from rankguard.analysis.stability import SELF, Stability, class_of
+from rankguard.analysis.stability import CONSTRUCTORS, SELF, Stability, class_of
 from rankguard.core.chains import Hop
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
@@ -65,7 +65,7 @@ class StartUp:
             f"cached by `{holder}`, which the round's start-up reaches too ({path}): the cache "
             "is likely filled before the first round"
         )
-        return copied(call, confidence="low", note=f"{why}; {call.note}" if call.note else why)
+        return lowered(call, "low", why)
 
     def _class(self, function: str) -> str | None:
         return class_of(self.program.functions[function])
@@ -109,7 +109,7 @@ class StartUp:
         found = self._reached.get(key)
         if found is None:
             classes = self.stability.related(owner)
-            roots = sorted(f"{c}.{name}" for c in classes for name in ("__init__", "__post_init__"))
+            roots = sorted(f"{c}.{name}" for c in classes for name in CONSTRUCTORS)
             found = reach_from(self.program, roots, ("call",), frozenset((rnd.function.qualname,)))
             self._reached[key] = found
         return found

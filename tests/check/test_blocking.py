@@ -805,6 +805,7 @@ def test_a_chain_through_a_subclass_override_says_so(tmp_path: Path):
     # The device sync is known, the configuration is not: at most medium, saying which class.
     assert finding.extra["confidence"] == "medium"
     assert "SyncingBackend.prepare" in finding.extra["confidence_note"]
+    assert "known to live on a device" in finding.extra["confidence_note"]  # kept, not replaced
 
 
 def test_a_plain_chain_keeps_its_confidence_beside_an_override(tmp_path: Path):
