@@ -3,7 +3,8 @@ stays empty until one does.
 
 A call launches nothing when everything it may run is *quiet*: a host builtin or logging, a
 container's own method (`rows.append(x)`), a tensor's small op on data already there, a device
-event's marker or timing read (`end.record()`, `start.elapsed_time(end)`), building
+event's marker or timing read (`end.record()`, `start.elapsed_time(end)`), a host-only standard
+library helper (`itertools.repeat`, `collections.deque`, `math.ceil`), building
 a record (a class with no constructor of its own, a `msgspec.Struct`), or a program function
 whose body calls only quiet things and computes no operator (`x * 2` may be a kernel). A
 function on a cycle of calls, or one with a `with` block (its exit runs code this does not see),
@@ -36,6 +37,14 @@ _CONTAINER_METHODS = frozenset(
     )
 )  # fmt: skip
 _OPERATOR_TEXT = frozenset("+-*/@%&|^~<>")
+# Standard library modules whose functions and classes touch only host values.
+_HOST_MODULES = frozenset(
+    (
+        "itertools", "collections", "functools", "math", "time", "json", "re", "os", "uuid",
+        "datetime", "enum", "dataclasses", "string", "random", "heapq", "bisect", "queue",
+        "threading", "socket", "struct", "hashlib", "pathlib", "shutil", "tempfile",
+    )
+)  # fmt: skip
 _EVENT_CALL = re.compile(r"torch(\.cuda)?(\.streams)?\.Event(\(\))?\.(record|query|elapsed_time)")
 
 
@@ -53,7 +62,12 @@ class Launches:
         inside = [t for t in targets if t.name in program.functions or t.name in program.classes]
         outside = [t for t in targets if t not in inside]
         if not inside and not any(t.name in _RECORD_INITS for t in outside):
-            return host_call(call) or _container_method(call) or _event_marker(outside)
+            return (
+                host_call(call)
+                or _container_method(call)
+                or _event_marker(outside)
+                or _host_library(outside)
+            )
         if any(t.name not in _RECORD_INITS for t in outside):
             return False
         functions = [t.name for t in inside if t.name in program.functions]
@@ -85,6 +99,13 @@ class Launches:
                 if not self.quiet_call(call, resolved.get(id(call), ()), depth):
                     return False
         return True
+
+
+def _host_library(targets: Sequence[Target]) -> bool:
+    """Functions of the standard library's host-only modules (`itertools.repeat`,
+    `collections.deque`, `math.ceil`, a clock): they work on Python values. Not `copy` or
+    `operator`, which run a tensor's own methods when handed one."""
+    return bool(targets) and all(t.name.split(".", 1)[0] in _HOST_MODULES for t in targets)
 
 
 def _event_marker(targets: Sequence[Target]) -> bool:

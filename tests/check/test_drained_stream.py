@@ -355,3 +355,34 @@ def test_a_counter_the_program_keeps_in_a_python_number_launches_nothing(tmp_pat
         """,
         {"rounds": ["mod.Engine.loop"]},
     )
+
+
+def test_the_standard_librarys_host_helpers_launch_nothing(tmp_path: Path):
+    # `repeat(None)`, `deque()`, `math.ceil(n / 2)`, `time.monotonic()`: the standard library's
+    # host helpers queue no device work between two syncs; `copy.deepcopy` of a tensor does.
+    _assert_marked(
+        tmp_path,
+        """
+        import copy
+        import math
+        import time
+        from collections import deque
+        from itertools import repeat
+
+        def post(ids: torch.Tensor, sample: torch.Tensor, log_probs):
+            torch.cuda.synchronize()  # expect
+            it = log_probs if log_probs else repeat(None)
+            pending = deque()
+            half = math.ceil(len(pending) / 2)
+            now = time.monotonic()
+            first = ids.tolist()
+            kept = copy.deepcopy(sample)
+            again = sample.tolist()  # expect
+
+        def loop(ids, sample, log_probs):
+            while True:
+                post(ids, sample, log_probs)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
