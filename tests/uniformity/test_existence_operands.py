@@ -123,6 +123,7 @@ def test_a_value_built_from_a_helper_answer_is_not_that_answer(program_of) -> No
             "        return self.pool.alloc(n)\n\n    def total(self):\n"
             "        return sum(self.pool.alloc(3) or [])\n",
         )
-        + "            y = self.total()\n            if y is None:\n                dist.barrier()\n"
+        + "            y = self.total()\n"
+        + "            if y is None:\n                dist.barrier()\n"
     )
     assert run(program_of, code) == []
