@@ -27,13 +27,13 @@ from rankguard.analysis.precision import (
 from rankguard.catalogs.caching import caching_catalog
 from rankguard.catalogs.catalog import BlockingCatalog, BlockingEntry
 from rankguard.core.chains import Hop
-from rankguard.model.facts import Facts
+from rankguard.model.facts import Cond, Facts
 from rankguard.model.placement import (
     DEVICE,
     HOST,
     AttributePlacement,
     bound,
-    of_segs,
+    of_tree,
     produced,
 )
 from rankguard.model.program import Program
@@ -238,13 +238,15 @@ class CallClassifier:
     def truth_test(
         self, record: FunctionRecord, stmt: Stmt, env: Mapping[str, str], cadence: str | None
     ) -> BlockingCall | None:
-        """The test of an `if` / `while` is a tensor known to live on a device."""
+        """The test of an `if` / `while` is a tensor known to live on a device: a reference,
+        or what a call or a value comparison makes of one (`torch.any(mask)`, `x.sum() > 0`;
+        `x is None` tests the object)."""
         cond = stmt.cond
         while cond and cond[0] == "not":
             cond = cond[1]
-        if not cond or cond[0] != "ref":
+        if not cond or not _valued(cond):
             return None
-        if of_segs(cond[1], env, self.placement.attribute) != DEVICE:
+        if of_tree(cond, env, {}, self.placement.attribute) != DEVICE:
             return None
         entry = self.catalog.match("<builtin>.bool")
         if entry is None:
@@ -252,6 +254,16 @@ class CallClassifier:
         fn = record.qualname
         return BlockingCall(
             entry.name, "", entry.kind, entry.reason, "high",
-            "the tensor is known to live on a device", f"if {segs_text(cond[1])}:",
+            "the tensor is known to live on a device", f"if {stmt.text}:",
             record.path, stmt.line, 0, fn, (Hop(fn, record.path, stmt.line),), cadence,
         )  # fmt: skip
+
+
+_VALUE_COMPARISONS = frozenset(("==", "!=", "<", "<=", ">", ">="))
+
+
+def _valued(cond: Cond) -> bool:
+    """A test whose truth is a tensor's value if it is made from one: a reference, a call, or
+    a chain of value comparisons (not `is`, `in`)."""
+    tag = cond[0]
+    return tag in ("ref", "call") or (tag == "cmp" and set(cond[1]) <= _VALUE_COMPARISONS)

@@ -136,9 +136,10 @@ class Walk:
             orelse = self.branch(stmt, 1, state, guards, cadence)
             return join([body, orelse])
         if kind == "expr" and stmt.cond:  # assert: a path where it fails raises
-            if self.a.infeasible(stmt.cond, True, state.known):
+            test = self.a.predicates.expanded(self.record, stmt).cond
+            if self.a.infeasible(test, True, state.known):
                 return None
-            return self.assume(state, stmt.cond, True)
+            return self.assume(state, test, True)
         if kind == "loop":
             return self.loop(stmt, state, guards, cadence)
         if kind == "try":
@@ -151,19 +152,21 @@ class Walk:
     def branch(
         self, stmt: Stmt, side: int, state: State, guards: Guards, cadence: str | None
     ) -> State | None:
-        """One side of an `if`, unless the known facts contradict it."""
+        """One side of an `if`, unless the known facts contradict it (its test with helper
+        tests written in, `analysis.predicates`)."""
         positive = side == 0
-        if self.a.infeasible(stmt.cond, positive, state.known):
+        tested = self.a.predicates.expanded(self.record, stmt)
+        if self.a.infeasible(tested.cond, positive, state.known):
             return None
-        inner = self.assume(state, stmt.cond, positive)
+        inner = self.assume(state, tested.cond, positive)
         inner = inner.evolve(taken=(*inner.taken, (stmt.cond, positive)))
-        doubt = doubt_of(stmt, positive, state.known, self.record)
+        doubt = doubt_of(tested, positive, state.known, self.record)
         if doubt:
             inner = inner.evolve(known={**inner.known, DOUBT: doubt})
         elif SKIPPABLE in state.known:
             context, record = self.a.context, self.record
             restated = lambda: context.restated_skippable(record, state.known)  # noqa: E731
-            skip = skipped(stmt, positive, state.known, restated, record)
+            skip = skipped(tested, positive, state.known, restated, record)
             if skip:
                 inner = inner.evolve(known={**inner.known, SKIPPED: skip})
         return self.block(stmt.blocks[side], inner, (*guards, (stmt.cond, positive)), cadence)

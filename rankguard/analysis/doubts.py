@@ -9,11 +9,13 @@ must stop holding. The dropped ("shaky") facts ride along the walk beside the tr
 doubt into every call it makes.
 
 The start-up validation gives the round facts on settings (`analysis.settings`). A check the
-launcher runs only past an early return (`if cfg.model_path == "dummy": return`) may not have
-run, so what it asserts is no fact; but a branch it rules out runs only in the mode that skips
-it. Such facts ride along as `SKIPPABLE` (settings are process-wide: into every call), and a path
-that takes a branch they rule out carries `SKIPPED`: its findings are low confidence and say
-which check and which early return. Unlike a doubt, nothing in the round can make them hold, so
+launcher runs only past an early return (`if cfg.model_path == "dummy": return`), or that one
+launcher reaches only inside a `with`, a loop or a `try` while another calls it whenever it
+starts (`analysis.launch_paths`), may not have run, so what it asserts is no fact; but a branch
+it rules out runs only in the launch that skips it. Such facts ride along as `SKIPPABLE`
+(settings are process-wide: into every call), and a path that takes a branch they rule out
+carries `SKIPPED`: its findings are low confidence and say which check and how a launch passes
+it by. Unlike a doubt, nothing in the round can make them hold, so
 `BlockingAnalysis.inductive` never drops such a path.
 """
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from rankguard.analysis.blocking_types import BlockingCall, State, lowered
 from rankguard.model.facts import Cond
-from rankguard.model.placement import HOST, KEEPS
+from rankguard.model.placement import HOST, KEEPS, TO_PYTHON
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite
 
 DRAINED: Cond = ("drained",)
@@ -46,7 +46,7 @@ _LOGGING = frozenset(("debug", "info", "warning", "warn", "error", "exception", 
 _LOGGERS = frozenset(("logger", "logging", "log", "_logger", "LOGGER"))
 # A tensor's own methods that launch at most one small kernel on data already there, or
 # copy it to the host: what they queue is not the round's work.
-_SMALL = KEEPS | frozenset(("cpu", "numpy", "tolist", "item"))
+_SMALL = KEEPS | TO_PYTHON | frozenset(("cpu", "numpy"))
 Roots = frozenset[tuple[str, ...]]
 
 

@@ -25,10 +25,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from rankguard.analysis.context import dotted, passed_arguments
 from rankguard.model.facts import Cond, member, refs, rename
 from rankguard.model.records import FunctionRecord
-from rankguard.summary.ir import CallSite, Segs, Stmt, walk_statements
+from rankguard.summary.ir import CALL, CallSite, Segs, Stmt, walk_statements
 
 _OTHER: Cond = ("other",)
-_PLAIN_DECORATORS = frozenset(("staticmethod", "classmethod"))
+PLAIN_DECORATORS = frozenset(("staticmethod", "classmethod"))
 _MARK = "<parameter:{}>"  # a root no Python name can be, while parameters become arguments
 
 
@@ -76,7 +76,7 @@ def _conditions(record: FunctionRecord) -> tuple[Cond, ...]:
     info = record.info
     if info.is_generator or info.is_async:
         return ()  # calling it makes a generator or a coroutine: never None, never its result
-    if any(d and d[-1] not in _PLAIN_DECORATORS for d in info.decorators):
+    if any(d and d[-1] not in PLAIN_DECORATORS for d in info.decorators):
         return ()  # a decorator may catch the raise or stand in for the result
     # A name assigned anywhere in the body (a branch, a loop, twice) is not what it was on
     # entry, or not one value: only a parameter never assigned, and a local assigned once at
@@ -141,10 +141,17 @@ def _table_rows(tree: Cond, local: Mapping[str, Cond]) -> list[Cond]:
 def _in_parameters(cond: Cond, local: Mapping[str, Cond], params: set[str]) -> Cond:
     """`cond` with locals read through, its parameters marked; `_OTHER` where it reads
     anything but parameters and enum-like constants."""
+    marked = in_callee_terms(cond, local, params)
+    if any(not s[0].startswith("<parameter:") and not member(s) for s in refs(marked)):
+        return _OTHER
+    return marked
+
+
+def in_callee_terms(cond: Cond, local: Mapping[str, Cond], params: Iterable[str]) -> Cond:
+    """`cond` as a callee reads it, ready for `at_call`: locals read through (`local` holds
+    what each was bound to once, or `("other",)`), parameters marked."""
+    params = set(params)
     cond = _substituted(cond, {k: v for k, v in local.items() if k not in params})
-    for segs in refs(cond):
-        if segs[0] not in params and not member(segs):
-            return _OTHER
     for param in params:
         cond = rename(cond, (param,), (_MARK.format(param),))
     return cond
@@ -174,9 +181,13 @@ def _substituted(cond: Cond, bound: Mapping[str, Cond]) -> Cond:
 
 
 def _through(segs: Segs, bound: Mapping[str, Cond]) -> Cond:
+    """A reference through a bound name: through a reference, or a getter's result
+    (`parallel = get_parallel()`: `parallel.tp_size` reads `get_parallel().tp_size`)."""
     value = bound.get(segs[0])
     if value is None:
         return ("ref", segs)
     if len(segs) == 1:
         return value
+    if value[0] == "call" and len(value) == 4 and not value[2] and not value[3]:
+        return ("ref", (*value[1], CALL, *segs[1:]))
     return ("ref", value[1] + segs[1:]) if value[0] == "ref" else _OTHER

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal, overload
 
 from rankguard.analysis.doubts import Skippable
 from rankguard.analysis.intervals import decided
+from rankguard.analysis.launch_paths import LaunchPaths, Premise, may_return, raises
 from rankguard.analysis.stability import SELF
-from rankguard.model.arguments import Callers, callers
 from rankguard.model.binding import bind
 from rankguard.model.facts import (
     TRUTHY,
@@ -50,7 +50,6 @@ _CONFIG_NAME = re.compile(r"^(cfg|conf|config|args|settings|options|opts)$|_(arg
 NOT_GETTERS = frozenset(dir(builtins)) | {"self", "super()"}
 _CHAIN_STEPS = 4  # implications chain (pp => no overlap => ...); a few steps reach every one used
 
-Premise = tuple[Cond, bool]
 Implication = tuple[tuple[Premise, ...], Cond]
 
 
@@ -61,12 +60,9 @@ class Settings:
         self.program = program
         self._implications: list[Implication] | None = None
         self._readers: dict[str, tuple[Segs, ...]] | None = None
-        self._callers: Callers | None = None
-        self._guarded: dict[str, str] | None = None
+        self._paths: LaunchPaths | None = None
         self._skippable: list[tuple[Implication, str]] | None = None
         self._grouped: frozenset[tuple[str, Segs]] = frozenset()
-        self._guard_maps: dict[tuple[str, bool], dict[int, list[Premise] | None]] = {}
-        self._skippers: dict[str, dict[int, Stmt]] = {}
         self._derived: dict[frozenset[tuple[Cond, Any]], dict[Cond, Any]] = {}
 
     def _start(self, known: Mapping[Cond, Any]) -> dict[Cond, Any]:
@@ -177,11 +173,10 @@ class Settings:
         """Each implication `fn` asserts, with "" where it runs whenever the launcher does, or
         the early return it runs past."""
         roots = {name for name in bound_names(fn) if _CONFIG_NAME.search(name)}
-        if not roots or not self._callers_of(fn):
+        paths = self._launch_paths()
+        if not roots or not paths.callers.get(fn.qualname):
             return  # one nothing calls may be a hook a registry runs for one model or feature
-        if self._guarded is None:
-            self._guarded = self._guarded_functions()
-        skipped = self._guarded.get(fn.qualname, "")
+        skipped = paths.passed_by().get(fn.qualname, "")
         if skipped is None:
             return  # what a function run only in some mode checks holds only in that mode
         own = skipped and _skip_note(fn, skipped)
@@ -192,8 +187,8 @@ class Settings:
                 if conclusion is not None and all(c is not None for c, _ in premises):
                     yield (premises, conclusion), own  # type: ignore[misc]
         for resolved in self.program.calls.get(fn.qualname, ()):
-            guards = self.guards(fn.qualname, resolved.call, past_returns=True)
-            early = skipped or self._skipped_by(fn.qualname, resolved.call)
+            guards = paths.guards(fn.qualname, resolved.call, past_returns=True)
+            early = skipped or paths.skipped_by(fn.qualname, resolved.call)
             for target in resolved.targets:
                 callee = self.program.functions.get(target.name)
                 if callee is None or target.kind != "call" or guards is None:
@@ -208,102 +203,25 @@ class Settings:
                         if conclusion is not None:
                             yield (premises, conclusion), why  # type: ignore[misc]
 
-    def _callers_of(self, fn: FunctionRecord) -> list[tuple[str, Any]]:
-        if self._callers is None:
-            self._callers = callers(self.program)
-        return self._callers.get(fn.qualname, [])
-
-    def _guarded_functions(self) -> dict[str, str | None]:
-        """Functions some call reaches only under a condition (propagated to their callees):
-        None where an `if` decides, or the early return they run past where only early returns
-        do (`if cfg.model_path == "dummy": return`, before the validation). A function handed
-        to another as an argument (`run_hook(validate, cfg)` running `step(cfg)`) is guarded
-        where the hand-over is, or the call of the parameter is: not wherever else the runner
-        is called with other steps."""
-        if self._callers is None:
-            self._callers = callers(self.program)
-        calls: dict[str, set[str]] = defaultdict(set)
-        handed: dict[str, set[str]] = defaultdict(set)  # caller -> functions it hands over
-        work: list[tuple[str, str | None]] = []
-
-        def seed(caller: str, call: CallSite, target: str) -> None:
-            if self.guards(caller, call, past_returns=True) != []:
-                work.append((target, None))
-            elif self.guards(caller, call) != []:
-                work.append((target, self._skipped_by(caller, call)))
-
-        for caller, resolved in self.program.calls.items():
-            for call, targets in resolved:
-                for target in targets:
-                    if target.kind == "callback" or target.name not in self.program.functions:
-                        continue
-                    seed(caller, call, target.name)
-                    argument = target.via == "argument"
-                    sites = list(self._handing_over(caller, target.name)) if argument else []
-                    if not sites:  # a plain call, or a hand-over not told here: as any callee
-                        calls[caller].add(target.name)
-                    for passer, site in sites:
-                        handed[passer].add(target.name)
-                        seed(passer, site, target.name)
-        guarded: dict[str, str | None] = {}
-        for strict in (True, False):  # an `if` outranks an early return
-            stack = [(name, why) for name, why in work if (why is None) is strict]
-            while stack:
-                name, why = stack.pop()
-                if name not in guarded:
-                    guarded[name] = why
-                    stack.extend((n, why) for n in calls.get(name, ()))
-                    stack.extend((n, why) for n in handed.get(name, ()))
-        return guarded
-
-    def _handing_over(self, runner: str, function: str) -> Iterator[tuple[str, CallSite]]:
-        """The calls of `runner` that pass `function` (by name) as an argument."""
-        short = function.rsplit(".", 1)[-1]
-        for caller, site in self._callers.get(runner, ()) if self._callers else ():
-            if any(
-                operand.ref
-                and operand.ref[-1] == short
-                and self._names(caller, operand.ref, function)
-                for operand in site.operands
-            ):
-                yield caller, site
-
-    def _names(self, caller: str, ref: Segs, function: str) -> bool:
-        return any(v.name == function for v in self.program.evaluate(caller, ref))
-
-    def guards(
-        self, function: str, call: CallSite, past_returns: bool = False
-    ) -> list[Premise] | None:
-        """The `if` conditions (and sides) enclosing `call` in `function`, where nothing else
-        decides whether it runs (`_guard_map`); with `past_returns`, an earlier statement
-        that may return does not count."""
-        table = self._guard_maps.get((function, past_returns))
-        if table is None:
-            table = self._guard_maps[(function, past_returns)] = {}
-            skippers = self._skippers.setdefault(function, {})
-            body = self.program.functions[function].info.body
-            _guard_map(body, [], table, skippers if past_returns else None)
-        return table.get(id(call))
-
-    def _skipped_by(self, function: str, call: CallSite) -> str:
-        """The early return `call` runs past, said for a reader ("" if none)."""
-        self.guards(function, call, past_returns=True)
-        stmt = self._skippers[function].get(id(call))
-        if stmt is None:
-            return ""
-        path = self.program.functions[function].path
-        return f"the early return under `{stmt.text}` ({path}:{stmt.line})"
+    def _launch_paths(self) -> LaunchPaths:
+        if self._paths is None:
+            self._paths = LaunchPaths(self.program)
+        return self._paths
 
     def readers(self) -> dict[str, tuple[Segs, ...]]:
         """Setting name -> the getter calls it is read through (`get_schedule()`), or the one
-        settings group that holds it (`get_exec().moe`, `_grouped`)."""
+        settings group that holds it (`get_exec().moe`, `_grouped`); a local bound once to a
+        getter's result reads through it (`parallel = get_parallel(); parallel.pp_size`)."""
         if self._readers is None:
             found: dict[str, set[Segs]] = defaultdict(set)
             groups: dict[str, set[Segs]] = defaultdict(set)
             getters: dict[Segs, FunctionRecord] = {}
             for record in self.program.functions.values():
+                through = getter_locals(record)
                 for stmt in walk_statements(record.info.body):
-                    for segs in stmt.reads:
+                    for read in stmt.reads:
+                        bound = through.get(read[0])
+                        segs = read if bound is None else (*bound, *read[1:])
                         if _getter_read(segs):
                             found[segs[2]].add(segs[:2])
                         elif _getter_read(segs[:3]) and _getter_read(segs[:2] + segs[3:]):
@@ -362,13 +280,13 @@ def _checks(body: Sequence[Stmt], guards: tuple[Premise, ...]) -> Iterator[tuple
         if stmt.kind == "expr" and stmt.cond:
             yield guards, stmt.cond
         elif stmt.kind == "if" and stmt.cond:
-            if _raises(stmt.blocks[0]):
+            if raises(stmt.blocks[0]):
                 yield from _refuted(stmt.cond, guards)
             else:
                 yield from _checks(stmt.blocks[0], (*guards, (stmt.cond, True)))
             if len(stmt.blocks) > 1:
                 yield from _checks(stmt.blocks[1], (*guards, (stmt.cond, False)))
-        if _may_return(stmt):
+        if may_return(stmt):
             if not _early_return(stmt):
                 return
             guards = (*guards, (stmt.cond, False))
@@ -396,75 +314,9 @@ def _opening_checks(body: Sequence[Stmt]) -> Iterator[Cond]:
             yield check
 
 
-def _raises(block: Sequence[Stmt]) -> bool:
-    return bool(block) and block[-1].kind == "raise" and not any(_may_return(s) for s in block)
-
-
-def _may_return(stmt: Stmt) -> bool:
-    return any(s.kind == "return" for s in walk_statements((stmt,)))
-
-
-def _guard_map(
-    body: Sequence[Stmt],
-    guards: list[Premise] | None,
-    out: dict[int, list[Premise] | None],
-    skippers: dict[int, Stmt] | None = None,
-    skipper: Stmt | None = None,
-) -> bool:
-    """Every call's enclosing `if` conditions into `out` (by `id`), or None where something
-    else decides whether it runs: a loop, a `try`, a `with`, an earlier statement that may
-    return, or the call being one operand of `a or f()` / `f() if c else x` (only a call that
-    is its statement's whole value runs whenever the statement does). True if `body` may
-    return. With `skippers`, an earlier statement that may return does not count: each call
-    past one is put in `skippers` with the first such statement."""
-    returns = False
-    for stmt in body:
-        for call in stmt.calls:
-            out[id(call)] = list(guards) if guards is not None and _whole(stmt, call) else None
-            if skippers is not None and skipper is not None:
-                skippers[id(call)] = skipper
-        through = _completes_through(stmt)
-        for index, block in enumerate(stmt.blocks):
-            inner = None
-            if guards is not None and stmt.kind == "if" and stmt.cond:
-                inner = [*guards, (stmt.cond, index == 0)]
-            elif guards is not None and index in through:
-                inner = guards
-            returns = _guard_map(block, inner, out, skippers, skipper) or returns
-        if stmt.kind == "return":
-            returns = True
-        if returns and skippers is None:
-            guards = None  # what follows a statement that may return is conditional
-        elif returns:
-            skipper = skipper or stmt
-    return returns
-
-
-def _completes_through(stmt: Stmt) -> tuple[int, ...]:
-    """The blocks of a `try` that run whenever the function goes on past it: body, `else` and
-    `finally`, where every handler raises again (`except BaseException: mark(); raise`) and
-    the `finally` lets the exception go on (a `return`, `break` or `continue` there swallows
-    it), so no path goes on without them; none otherwise."""
-    if stmt.kind != "try" or not all(_raises(handler) for handler in stmt.blocks[3:]):
-        return ()
-    final = stmt.blocks[2] if len(stmt.blocks) > 2 else ()
-    if any(s.kind in ("return", "break", "continue") for s in walk_statements(final)):
-        return ()
-    return (0, 1, 2)
-
-
-def _skip_note(check: FunctionRecord, early: str) -> str:
-    """Why a check may not have run: where it is, and the early return it runs past."""
-    where = f"the start-up check in `{check.info.qualname}` ({check.path})"
-    return f"{where} did not run: it runs only past {early}"
-
-
-def _whole(stmt: Stmt, call: CallSite) -> bool:
-    """The call is what its statement evaluates: `check(cfg)`, `ok = check(cfg)` (for an
-    expression statement, its outermost call: evaluated last)."""
-    if stmt.kind == "expr":
-        return not stmt.cond and stmt.calls[-1] is call
-    return stmt.kind == "assign" and stmt.value[:2] == ("call", call.target)
+def _skip_note(check: FunctionRecord, why: str) -> str:
+    """Why a check may not have run: where it is, and how a launch passes it by."""
+    return f"the start-up check in `{check.info.qualname}` ({check.path}) did not run: {why}"
 
 
 def _passed_roots(
@@ -483,6 +335,22 @@ def _canonical(cond: Cond, root: str) -> Cond | None:
     if not found or any(len(s) != 2 or s[0] != root for s in found):
         return None
     return rename(cond, (root,), (SETTING,))
+
+
+def getter_locals(record: FunctionRecord) -> dict[str, Segs]:
+    """Locals bound once, to a getter called without arguments: name -> `(getter, "()")`."""
+    body = record.info.body
+    writes = Counter(t[0] for stmt in walk_statements(body) for t in stmt.targets if len(t) == 1)
+    out: dict[str, Segs] = {}
+    for stmt in walk_statements(body):
+        value = stmt.tree
+        if stmt.kind != "assign" or len(stmt.targets) != 1 or len(stmt.targets[0]) != 1:
+            continue
+        if value and value[0] == "call" and len(value) == 4 and not value[2] and not value[3]:
+            getter = (*value[1], CALL)
+            if writes[stmt.targets[0][0]] == 1 and _getter_read((*getter, "x")):
+                out[stmt.targets[0][0]] = getter
+    return out
 
 
 def _getter_read(segs: Segs) -> bool:

@@ -42,8 +42,16 @@ FACTORIES = frozenset(
 )  # fmt: skip
 _LIKE = frozenset(("zeros_like", "ones_like", "empty_like", "full_like"))
 _COPIES = frozenset(("tensor", "as_tensor"))  # given a tensor, they keep its device
+# Calls whose result is a Python number whatever they are handed (`len(batch)`, a clock).
+_NUMBERS = frozenset(
+    [("len",), ("int",), ("float",), ("bool",)]
+    + [("time", clock) for clock in ("time", "monotonic", "perf_counter", "time_ns")]
+)
 _TO_HOST = frozenset(("cpu", "numpy", "pin_memory"))
-_TO_PYTHON = frozenset(("tolist", "item", "elapsed_time"))  # Python values on the host
+# Methods whose result is a Python value on the host (a copy, an event's timing, a count).
+TO_PYTHON = frozenset(
+    ("tolist", "item", "elapsed_time", "numel", "nelement", "dim", "element_size")
+)
 # Methods whose result lives where their receiver does.
 KEEPS = frozenset(
     (
@@ -52,7 +60,7 @@ KEEPS = frozenset(
         "unsqueeze", "permute", "transpose", "t", "abs", "argmax", "argmin", "cumsum", "prod",
         "any", "all", "nonzero", "sort", "topk", "values", "indices", "masked_fill",
         "index_select", "gather", "expand", "repeat", "narrow", "split", "chunk", "type",
-        "clamp", "to_dense", "count_nonzero", "numel", "eq", "ne", "gt", "lt", "ge", "le",
+        "clamp", "to_dense", "count_nonzero", "eq", "ne", "gt", "lt", "ge", "le",
         "add", "sub", "mul", "div", "remainder", "floor_divide", "neg", "pow", "floor", "ceil",
         "round", "exp", "log", "sqrt", "cumprod", "diff", "flip", "roll", "masked_select",
     )
@@ -103,7 +111,7 @@ def produced(call: CallSite, env: Env, receiver: Callable[[], str | None]) -> st
     method = target[-1] if target else ""
     if method in _TO_HOST:
         return CPU
-    if method in _TO_PYTHON:
+    if method in TO_PYTHON:
         return SCALAR
     if method == "cuda":
         return DEVICE
@@ -151,7 +159,10 @@ def of_tree(tree: Any, env: Env, known: Facts, attrs: Attrs) -> str | None:
         return None
     tag = tree[0]
     if tag == "const":
-        return named(tree[1]) if isinstance(tree[1], str) else None
+        value = tree[1]
+        if isinstance(value, str):
+            return named(value)
+        return SCALAR if isinstance(value, (int, float)) else None  # None stands in for data
     if tag == "ref":
         return of_segs(tree[1], env, attrs)
     if tag == "if":
@@ -164,10 +175,12 @@ def of_tree(tree: Any, env: Env, known: Facts, attrs: Attrs) -> str | None:
     if tag != "call":
         return None
     segs, args, kwargs = tree[1], tree[2], dict(tree[3])
+    if segs in _NUMBERS:
+        return SCALAR
     method = segs[-1]
     if method in _TO_HOST:
         return CPU
-    if method in _TO_PYTHON:
+    if method in TO_PYTHON:
         return SCALAR
     if method == "cuda":
         return DEVICE
@@ -290,7 +303,9 @@ def by_name(name: str) -> str | None:
 
 class AttributePlacement:
     """Program-wide: the placement every assignment gives an attribute name (a local read on
-    the way counts only when the function assigns it once)."""
+    the way counts only when the function assigns it once). A counter (`self.done = 0`, then
+    only `self.done += len(batch)`) reads itself: it is a Python number if it is one wherever
+    it is taken to be one, checked per attribute."""
 
     def __init__(self, bodies: Mapping[str, tuple[Stmt, ...]]) -> None:
         self._bodies = bodies
@@ -309,7 +324,7 @@ class AttributePlacement:
 
     def _index(self) -> dict[str, str | None]:
         found: dict[str, str | None] = {}
-        seen: set[str] = set()
+        values: dict[str, list[tuple[Any, Env]]] = {}  # name -> what each assignment gives it
         for body in self._bodies.values():
             assigns = [s for s in _flat(body) if s.kind == "assign" and s.tree]
             once = Counter(t[0] for s in assigns for t in s.targets if len(t) == 1)
@@ -319,17 +334,29 @@ class AttributePlacement:
                 for target in stmt.targets:
                     if len(target) == 1:
                         if place is not None and once[target[0]] == 1:
-                            env[target[0]] = place
+                            env = {**env, target[0]: place}
                         continue
                     if target[-1] in (CALL, SUBSCRIPT):
                         continue
                     name = target[-1]
-                    if name not in seen:
-                        seen.add(name)
-                        found[name] = place
-                    else:
-                        found[name] = agree(found.get(name), place)
+                    found[name] = agree(found[name], place) if name in values else place
+                    values.setdefault(name, []).append((stmt.tree, env))
+        for name, given in values.items():
+            if found[name] is None and _counts_itself(name, given, found):
+                found[name] = SCALAR
         return found
+
+
+def _counts_itself(
+    name: str, given: list[tuple[Any, Env]], found: Mapping[str, str | None]
+) -> bool:
+    """Taking attribute `name` for a Python number, every assignment keeps it one (`= 0`,
+    `+= len(batch)`, `= self.done + 1`): then it is one."""
+
+    def attrs(attr: str) -> str | None:
+        return SCALAR if attr == name else found.get(attr)
+
+    return all(of_tree(tree, env, {}, attrs) == SCALAR for tree, env in given)
 
 
 def _flat(body: tuple[Stmt, ...]) -> list[Stmt]:

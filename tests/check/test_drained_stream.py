@@ -325,3 +325,33 @@ def test_reading_an_events_timing_launches_nothing(tmp_path: Path):
         """,
         {"rounds": ["mod.loop"]},
     )
+
+
+def test_a_counter_the_program_keeps_in_a_python_number_launches_nothing(tmp_path: Path):
+    # `self.finished = 0` and only `+= len(...)` after it: a Python int, whatever its name,
+    # so counting between two syncs queues nothing. A count that a tensor's value ever feeds
+    # (`self.total += t.sum()`) may be a device tensor, and adding to it queues a kernel.
+    _assert_marked(
+        tmp_path,
+        """
+        class Engine:
+            def __init__(self):
+                self.finished = 0
+                self.steps = 0
+                self.total = 0
+
+            def post(self, ids: torch.Tensor, sample: torch.Tensor, t: torch.Tensor):
+                torch.cuda.synchronize()  # expect
+                self.finished += len(ids)
+                self.steps = self.steps + 1
+                first = ids.tolist()
+                self.total += t.sum()
+                again = sample.tolist()  # expect
+
+            def loop(self, ids, sample, t):
+                while True:
+                    self.post(ids, sample, t)
+                    dist.barrier()
+        """,
+        {"rounds": ["mod.Engine.loop"]},
+    )

@@ -859,3 +859,41 @@ def test_a_finally_that_returns_swallows_the_failed_validation(tmp_path: Path):
     _, result = _run(tmp_path, _started(swallowing), {"rounds": ["*.event_loop_*"]})
     rounds = sorted(f.extra["round"].rsplit(".", 1)[-1] for f in result.findings)
     assert rounds == ["event_loop_normal", "event_loop_pp"]
+
+
+_ALSO_UNDER_A_WITH = (
+    "    def start():\n"
+    "        validate(_CFG)\n"
+    "\n"
+    "    def relaunch(ctx):\n"
+    "        with ctx:\n"
+    "            start()\n"
+)
+
+
+def test_a_validation_some_launch_reaches_only_conditionally_is_a_doubt(tmp_path: Path):
+    """A second launcher reaches the validation only inside a `with` (something other than a
+    setting decides whether it runs), so a launch may start the round without it: elastic EP
+    stays walked in the pipeline loop, but that finding is low confidence and names the check
+    and the conditional call; the normal loop keeps its finding as it was."""
+    _, result = _run(tmp_path, _started(_ALSO_UNDER_A_WITH), {"rounds": ["*.event_loop_*"]})
+    by_round = {f.extra["round"].rsplit(".", 1)[-1]: f for f in result.findings}
+    assert sorted(by_round) == ["event_loop_normal", "event_loop_pp"]
+    assert by_round["event_loop_normal"].extra["confidence"] == "high"
+    doubted = by_round["event_loop_pp"]
+    assert doubted.extra["confidence"] == "low"
+    assert "`validate`" in doubted.extra["confidence_note"]
+    assert "`mod.relaunch`" in doubted.extra["confidence_note"]
+
+
+def test_a_validation_run_only_in_a_mode_the_settings_choose_decides_nothing(tmp_path: Path):
+    """`if _CFG.legacy: start()`: what the validation asserts holds only in legacy mode, which
+    the round does not know, so it neither cuts nor doubts the pipeline loop's path."""
+    legacy = _ALSO_UNDER_A_WITH.replace("        with ctx:\n", "        if _CFG.legacy:\n").replace(
+        "    def relaunch(ctx):\n", "    def relaunch():\n"
+    )
+    _, result = _run(tmp_path, _started(legacy), {"rounds": ["*.event_loop_*"]})
+    confidence = {
+        f.extra["round"].rsplit(".", 1)[-1]: f.extra["confidence"] for f in result.findings
+    }
+    assert confidence == {"event_loop_normal": "high", "event_loop_pp": "high"}

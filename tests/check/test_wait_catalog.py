@@ -29,6 +29,34 @@ def test_builtins_and_truth_tests_read_device_tensors(tmp_path: Path):
     assert {f.extra["blocking"]["kind"] for f in findings} == {"device-sync"}
 
 
+def test_a_test_computed_from_a_device_tensor_reads_it(tmp_path: Path):
+    # `if torch.any(mask):`, `if x.sum() > 0:`, `if x.any():` test a device tensor's
+    # value on the host; a count of elements, a comparison with None, or a host tensor's
+    # reduction read nothing from the device.
+    _assert_marked(
+        tmp_path,
+        """
+        def event_loop():
+            while True:
+                x = torch.zeros(4, device="cuda")
+                h = torch.zeros(4)
+                if torch.any(x):  # expect
+                    pass
+                if x.any():  # expect
+                    pass
+                if not x.sum() > 0:  # expect
+                    pass
+                if x.numel() > 0:
+                    pass
+                if x is not None:
+                    pass
+                if h.sum() > 0:
+                    pass
+                dist.barrier()
+        """,
+    )
+
+
 def test_pageable_host_to_device_copies(tmp_path: Path):
     _assert_marked(
         tmp_path,

@@ -1,0 +1,124 @@
+"""A helper that only tests something decides a branch as its test would, written in place.
+
+Serving code names its mode tests: `if self.model_runner.graphs_enabled():` where the helper
+is `parallel = get_parallel(); return get_exec().backend is not None and parallel.max_ep > 1`.
+A call's truth is unknown to the facts a round carries (its loop's mode, the validation's
+implications, call-site constants), so such a branch stayed walked on every side. Seen at its
+call, the helper's test is an ordinary condition over the caller's references: `self` becomes
+the receiver, a parameter the reference the call passes (`results.at_call`), a local bound
+once to a getter's result that getter's read. The last holds in any test too: after `parallel =
+get_parallel()`, `if parallel.pp_size > 1:` tests the setting the round's facts name
+`get_parallel().pp_size`.
+
+Only what can be seen whole is expanded: a helper that is one `return` after locals bound once,
+whose test reads no parameter the call passes nothing plain for, where exactly one function
+can run (a call several overrides may answer, a generator, a coroutine, a decorated helper or
+one returning a constant stays a call of unknown truth, and a platform probe is left to the
+platform catalog). Helpers inside the test are expanded the same way, a few levels
+deep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from rankguard.analysis.reach import followed
+from rankguard.analysis.results import PLAIN_DECORATORS, at_call, in_callee_terms
+from rankguard.analysis.settings import getter_locals
+from rankguard.model.facts import Cond, refs, rename
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord
+from rankguard.summary.ir import CALL, CallSite, Segs, Stmt
+
+_DEPTH = 3  # helpers calling helpers: a few levels reach the tests written this way
+
+
+class Predicates:
+    """Per program: tests with their helpers expanded, found once per statement."""
+
+    def __init__(self, program: Program, decided: Callable[[Cond], bool]) -> None:
+        self.program = program
+        self.decided = decided  # calls the facts decide by name (a platform probe)
+        self._statements: dict[int, Stmt] = {}
+        self._tests: dict[tuple[str, int], Cond | None] = {}
+        self._locals: dict[str, dict[str, Segs]] = {}
+
+    def expanded(self, record: FunctionRecord, stmt: Stmt) -> Stmt:
+        """`stmt` with each helper call in its test replaced by the helper's test (`stmt`
+        itself when there is none)."""
+        found = self._statements.get(id(stmt))
+        if found is None:
+            cond = self._expand(record.qualname, stmt.cond, stmt.calls, 0)
+            for name, getter in self._getters(record).items():
+                cond = rename(cond, (name,), getter)
+            found = stmt if cond == stmt.cond else replace(stmt, cond=cond)
+            self._statements[id(stmt)] = found
+        return found
+
+    def _getters(self, record: FunctionRecord) -> dict[str, Segs]:
+        found = self._locals.get(record.qualname)
+        if found is None:
+            found = self._locals[record.qualname] = getter_locals(record)
+        return found
+
+    def _expand(self, function: str, cond: Cond, calls: tuple[CallSite, ...], depth: int) -> Cond:
+        tag = cond[0] if cond else "other"
+        if tag == "call":
+            return self._called(function, cond, calls, depth) or cond
+        if tag == "not":
+            return ("not", self._expand(function, cond[1], calls, depth))
+        if tag in ("and", "or"):
+            return (tag, tuple(self._expand(function, c, calls, depth) for c in cond[1]))
+        if tag == "cmp":
+            parts = tuple(self._expand(function, c, calls, depth) for c in cond[2])
+            return ("cmp", cond[1], parts)
+        return cond
+
+    def _called(
+        self, function: str, cond: Cond, calls: tuple[CallSite, ...], depth: int
+    ) -> Cond | None:
+        """The test of the one helper this call runs, restated in the caller's terms."""
+        if len(cond) > 4 or CALL in cond[1] or depth >= _DEPTH or self.decided(cond):
+            return None
+        sites = [c for c in calls if c.target == cond[1]]
+        if len(sites) != 1:
+            return None
+        targets = followed(self.program, function, sites[0])
+        if len(targets) != 1 or targets[0].kind != "call":
+            return None
+        helper = self.program.functions.get(targets[0].name)
+        test = None if helper is None else self._test(helper, depth)
+        if helper is None or test is None:
+            return None
+        restated = at_call(helper, sites[0], [test])
+        return restated[0] if restated else None
+
+    def _test(self, helper: FunctionRecord, depth: int) -> Cond | None:
+        """What `helper` returns, in its own terms (`results.in_callee_terms`), if it only
+        tests something."""
+        key = (helper.qualname, depth)
+        if key not in self._tests:
+            self._tests[key] = self._read_test(helper, depth)
+        return self._tests[key]
+
+    def _read_test(self, helper: FunctionRecord, depth: int) -> Cond | None:
+        info = helper.info
+        body = info.body
+        if info.is_generator or info.is_async or not body or body[-1].kind != "return":
+            return None
+        if any(d and d[-1] not in PLAIN_DECORATORS for d in info.decorators):
+            return None  # a decorator may stand in for the result
+        local: dict[str, Cond] = {}
+        for stmt in body[:-1]:
+            if stmt.kind != "assign" or len(stmt.targets) != 1 or len(stmt.targets[0]) != 1:
+                return None
+            (name,) = stmt.targets[0]
+            if name in local or not stmt.tree:
+                return None
+            local[name] = stmt.tree
+        final = body[-1]
+        if not final.tree or not any(refs(final.tree)):
+            return None  # a constant is a default something replaces (a probe's stub, a hook)
+        test = self._expand(helper.qualname, final.tree, final.calls, depth + 1)
+        return in_callee_terms(test, local, (p.name.lstrip("*") for p in info.params))

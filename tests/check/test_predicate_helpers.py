@@ -1,0 +1,100 @@
+"""A helper that only tests something (`def graphs_enabled(self): return get_exec().backend is
+not None`) decides a branch as its test would written in place: what the round knows cuts the
+side that needs the test to go the other way. Anything the expansion cannot see whole (a
+parameter, another statement, several overrides) stays a call of unknown truth."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.check.test_blocking import _run
+from tests.check.test_feasible_paths import _ELASTIC_EP_VALIDATED
+
+_RUNNER = """
+    class Runner:
+        def __init__(self):
+            self.elastic = get_exec().elastic_ep_backend is not None
+
+        def forward(self):
+            if self.elastic:
+                time.sleep(1)  # expect
+"""
+
+
+def _rounds(tmp_path: Path, runner: str) -> list[str]:
+    """The rounds whose `forward` keeps its finding, with `Runner` replaced by `runner`."""
+    code = _ELASTIC_EP_VALIDATED.replace(_RUNNER, runner)
+    assert code != _ELASTIC_EP_VALIDATED
+    _, result = _run(tmp_path, code, {"rounds": ["*.event_loop_*"]})
+    return sorted(f.extra["round"].rsplit(".", 1)[-1] for f in result.findings)
+
+
+_HELPER = """
+    class Graphs:
+        def enabled(self{params}):
+            ex = get_exec()
+            {extra}return ex.elastic_ep_backend is not None and ex.max_ep_size > 1
+
+    class Runner:
+        def __init__(self):
+            self.graphs = Graphs()
+
+        def forward(self):
+            if self.{receiver}enabled({args}):
+                time.sleep(1)  # expect
+"""
+
+
+@pytest.mark.parametrize(
+    "shape",
+    [
+        {"receiver": "graphs."},  # on another object, through a local bound to a getter
+        {"receiver": "graphs.", "params": ", strict=True"},  # a default the call leaves alone
+    ],
+)
+def test_a_predicate_helper_decides_as_its_test_would(tmp_path: Path, shape: dict):
+    """Validation: elastic EP runs with one pipeline stage. The pipeline loop cannot take
+    `if self.graphs.enabled():`, whose helper returns `elastic_ep_backend is not None and ...`;
+    the normal loop, which knows nothing of it, keeps its finding."""
+    runner = _HELPER.format(**{"params": "", "extra": "", "args": "", **shape})
+    assert _rounds(tmp_path, runner) == ["event_loop_normal"]
+
+
+def test_a_helper_not_seen_whole_decides_nothing(tmp_path: Path):
+    """Reading only the last `return` would be wrong here: an earlier one may answer."""
+    extra = "if ex.forced:\n                return True\n            "
+    runner = _HELPER.format(receiver="graphs.", params="", extra=extra, args="")
+    assert _rounds(tmp_path, runner) == ["event_loop_normal", "event_loop_pp"]
+
+
+def test_a_helper_a_subclass_overrides_decides_nothing(tmp_path: Path):
+    """`self.graphs` is only declared a `Graphs`, which a subclass overrides with a test the
+    normal loop rules out: either test may run, so each loop keeps its finding (reading either
+    helper alone would cut one of them)."""
+    runner = _HELPER.format(receiver="graphs.", params="", extra="", args="")
+    runner = runner.replace(
+        "        def __init__(self):\n            self.graphs = Graphs()\n",
+        "        def __init__(self, graphs: Graphs = None):\n            self.graphs = graphs\n",
+    )
+    runner += """
+    class StagedGraphs(Graphs):
+        def enabled(self):
+            return get_exec().pp_size > 1
+"""
+    assert "graphs: Graphs" in runner
+    assert _rounds(tmp_path, runner) == ["event_loop_normal", "event_loop_pp"]
+
+
+def test_a_local_bound_to_a_getter_reads_as_the_getter(tmp_path: Path):
+    """`ex = get_exec(); if ex.elastic_ep_backend is not None:` tests the setting the
+    validation ties to one pipeline stage, as `get_exec().elastic_ep_backend` would."""
+    runner = """
+    class Runner:
+        def forward(self):
+            ex = get_exec()
+            if ex.elastic_ep_backend is not None:
+                time.sleep(1)  # expect
+"""
+    assert _rounds(tmp_path, runner) == ["event_loop_normal"]
