@@ -31,7 +31,11 @@ still wait for the next collective too. (A path taken only by a group of one ran
 world_size == 1: return`, is not walked: `analysis.single_rank`.) Otherwise the function is
 transparent and its `tail` joins the caller's pending calls. Recursion
 is cut (the recursive call is transparent); a summary computed under a cut to a function still
-being summarised is not memoised, so it never stands for the function's whole answer.
+being summarised is not memoised, so it never stands for the function's whole answer. It is
+kept beside what walking it again would depend on (`_Cut`), and reused only where that is the
+same: a cycle entered through many call sites is walked once per way in, not once per path
+(sglang's hybrid attention backends delegate to each other: 2,058 summaries of one function
+per run before), and every answer is the one walking it again would give.
 
 The walk is reusable: `BlockingAnalysis.regions(round)` gives every pair with both chains, and the
 calls pending at the end of the round (its tail).
@@ -40,7 +44,7 @@ calls pending at the end of the round (its tail).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from rankguard.adapters import store
@@ -131,6 +135,9 @@ class BlockingAnalysis:
         # a frozenset costs 216 bytes; the rule left 278 k of them on sglang).
         self._sets: dict[frozenset[Any], frozenset[Any]] = {}
         self._stack: list[str] = []
+        # Summaries cut short, and what the summaries being computed have depended on so far.
+        self._cuts: dict[MemoKey, list[_Cut]] = {}
+        self._traces: list[_Trace] = []
         self.start_up = StartUp(program, self.context.stability, self.memo)
         self.kept = (
             KeptSummaries(
@@ -165,8 +172,13 @@ class BlockingAnalysis:
             if found is not None:
                 self._memo[key] = (found, False)
                 return found, set(), False
+        again = self._cut_again(key)
+        if again is not None:
+            return again.summary, set(again.cut), again.tainted
         store.COUNTS[f"blocking summary computed: {name}"] += 1
         record = self.program.functions[name]
+        trace = _Trace()
+        self._traces.append(trace)
         self._stack.append(name)
         try:
             walk = Walk(self, record)
@@ -174,6 +186,7 @@ class BlockingAnalysis:
             end = join([out, *walk.returns, *walk.suspended])
         finally:
             self._stack.pop()
+            self._traces.pop()
         passes = end is not None and end.clean
         pending = dict(end.pending) if end else {}
         writers = self._shared(walk.writers)
@@ -199,7 +212,34 @@ class BlockingAnalysis:
             if not tainted:
                 assert kept is not None
                 kept.save(name, known, env, result)
+        else:
+            made = _Cut(result, frozenset(cut), tainted, frozenset(trace.asked), trace.unkept)
+            self._cuts.setdefault(key, []).append(made)
+            self._depend(key, made)
         return result, cut, tainted
+
+    def _cut_again(self, key: MemoKey) -> _Cut | None:
+        """A summary cut short earlier that walking `key` again now would give: the functions
+        its walk asked about are on the stack exactly where it was cut (the rest of the stack
+        was never asked about), and none of the summaries it computed under a cut is memoised
+        since (then it would find that one, not walk it again). Memoised ones it found are
+        found again, and kept ones were memoised when kept."""
+        for made in self._cuts.get(key, ()):
+            on_stack = {name for name in self._stack if name in made.asked}
+            if on_stack == made.cut and not any(k in self._memo for k in made.unkept):
+                store.COUNTS["blocking summaries cut alike reused"] += 1
+                self._depend(key, made)
+                return made
+        return None
+
+    def _depend(self, key: MemoKey, made: _Cut) -> None:
+        """The summary being computed depends on what `made` depended on, and on `key` not
+        being memoised."""
+        if self._traces:
+            trace = self._traces[-1]
+            trace.asked |= made.asked
+            trace.unkept |= made.unkept
+            trace.unkept.add(key)
 
     def _shared(self, items: Iterable[_T]) -> frozenset[_T]:
         made = frozenset(items)
@@ -210,6 +250,7 @@ class BlockingAnalysis:
         other analyses ask only for facts (`entry_facts`, `infeasible`), and on sglang the
         summaries held 429 MiB through the divergence analysis after them, the run's peak."""
         self._memo.clear()
+        self._cuts.clear()
         self._sets.clear()
 
     def entry_facts(
@@ -248,6 +289,9 @@ class BlockingAnalysis:
         return self._memo_cadence[key]
 
     def on_stack(self, name: str) -> bool:
+        """Whether a call of `name` is cut here; the summary being computed depends on it."""
+        if self._traces:
+            self._traces[-1].asked.add(name)
         return name in self._stack
 
     # -- rounds --------------------------------------------------------------------------------
@@ -311,6 +355,27 @@ class BlockingAnalysis:
                 if not ran and caller not in construction:
                     return False
         return True
+
+
+@dataclass(slots=True)
+class _Trace:
+    """What a summary being computed depends on beyond its key (`BlockingAnalysis._cut_again`):
+    the functions its walk asked whether they are on the stack, and the summaries it computed
+    under a cut (not memoised); those of the cut summaries it found are added in."""
+
+    asked: set[str] = field(default_factory=set)
+    unkept: set[MemoKey] = field(default_factory=set)
+
+
+@dataclass(frozen=True, slots=True)
+class _Cut:
+    """A summary computed under a cut, with what it depended on (`_Trace`)."""
+
+    summary: Summary
+    cut: frozenset[str]
+    tainted: bool
+    asked: frozenset[str]
+    unkept: set[MemoKey]
 
 
 def _with_blocking(pair: Pair, blocking: BlockingCall) -> Pair:

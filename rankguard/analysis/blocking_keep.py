@@ -14,6 +14,12 @@ Lines in a kept summary are stored relative to the first line of the function th
 and re-attached on the way out: an edit that shifts the code below it re-uses every summary
 of a function whose content did not change.
 
+Texts name places too: a doubt, a skipped validation, a memo's write or a sync that drained
+the queue is said as `(path:line)` (in entry facts, and so in the key, and in the notes of the
+calls a summary holds). Each such line is made relative to the function holding it, in keys
+and in stored summaries, and re-attached on the way out (`_Places`): a summary entered below a
+doubted branch is kept when the branch moves, and a kept note names where the branch is now.
+
 Only summaries that touched no function on a cycle of calls are kept: inside a cycle the walk
 cuts recursion where the cycle was entered, so such an answer depends on the run's order
 (`function_keys`). Those are recomputed every run.
@@ -21,6 +27,7 @@ cuts recursion where the cycle was entered, so such an answer depends on the run
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -70,6 +77,7 @@ class KeptSummaries:
             classes,
         )
         self.keys = FunctionKeys(digest("blocking", salt, repr(tables)), self._local)
+        self.places = _Places(program)
 
     def _local(self, name: str) -> tuple[str, list[str]]:
         """What the walk reads of `name` itself, and the functions it may enter."""
@@ -118,7 +126,7 @@ class KeptSummaries:
 
     def _key(self, name: str, known: Mapping[Cond, Any], env: Mapping[str, str]) -> str:
         facts = sorted((repr(c), _canonical(v)) for c, v in known.items())
-        context = repr((facts, sorted(env.items())))
+        context = self.places.relative(repr((facts, sorted(env.items()))))
         return digest(self.keys.key(name), context)
 
     def load(self, name: str, known: Mapping[Cond, Any], env: Mapping[str, str]) -> Summary | None:
@@ -126,7 +134,7 @@ class KeptSummaries:
         if not isinstance(kept, Summary):
             return None
         try:
-            found = _Shift(self._start, 1).summary(kept)
+            found = _Shift(self._start, 1, self.places.absolute).summary(kept)
         except KeyError:  # a function it names is gone: the key should have said so
             return None
         COUNTS["blocking summaries reused"] += 1
@@ -135,7 +143,8 @@ class KeptSummaries:
     def save(
         self, name: str, known: Mapping[Cond, Any], env: Mapping[str, str], summary: Summary
     ) -> None:
-        self.store.put(self._key(name, known, env), _Shift(self._start, -1).summary(summary))
+        shift = _Shift(self._start, -1, self.places.relative)
+        self.store.put(self._key(name, known, env), shift.summary(summary))
 
     def _start(self, function: str) -> int:
         return self.program.functions[function].info.line
@@ -151,13 +160,61 @@ def _canonical(value: Any) -> str:
     return repr(value)
 
 
+_PLACE = re.compile(r"\(([^()\n]+):(\d+)\)")
+_RELATIVE = re.compile(r"\(\0([^\0]+)\0(-?\d+)\)")
+
+
+class _Places:
+    """`(path:line)` in a text, with the line made relative to the innermost function of the
+    program that holds it (`(\\0function\\0offset)`), and back. A place no function holds
+    stays as it is (then it is part of the key as it is)."""
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self._spans: dict[str, list[tuple[int, int, str]]] | None = None
+        self._texts: dict[str, str] = {}
+
+    def _holder(self, path: str, line: int) -> str | None:
+        if self._spans is None:
+            self._spans = {}
+            for name, record in self.program.functions.items():
+                info = record.info
+                self._spans.setdefault(record.path, []).append((info.line, info.end_line, name))
+        held = [s for s in self._spans.get(path, ()) if s[0] <= line <= s[1]]
+        return max(held)[2] if held else None  # the innermost starts last
+
+    def _to_relative(self, match: re.Match[str]) -> str:
+        line = int(match[2])
+        holder = self._holder(match[1], line)
+        if holder is None:
+            return match[0]
+        return f"(\0{holder}\0{line - self.program.functions[holder].info.line})"
+
+    def relative(self, text: str) -> str:
+        if "(" not in text:
+            return text
+        out = self._texts.get(text)
+        if out is None:
+            out = self._texts[text] = _PLACE.sub(self._to_relative, text)
+        return out
+
+    def _to_absolute(self, match: re.Match[str]) -> str:
+        record = self.program.functions[match[1]]  # KeyError: the function is gone
+        return f"({record.path}:{record.info.line + int(match[2])})"
+
+    def absolute(self, text: str) -> str:
+        return _RELATIVE.sub(self._to_absolute, text) if "\0" in text else text
+
+
 class _Shift:
     """Moves every line of a summary by its function's first line (`sign` -1: to relative
-    lines, +1: back), sharing what the summary shares."""
+    lines, +1: back), and the places its calls' texts name (`texts`: `_Places`), sharing
+    what the summary shares."""
 
-    def __init__(self, start: Callable[[str], int], sign: int) -> None:
+    def __init__(self, start: Callable[[str], int], sign: int, texts: Callable[[str], str]) -> None:
         self.start = start
         self.sign = sign
+        self.texts = texts
         self._hops: dict[Hop, Hop] = {}
         self._sites: dict[CollectiveSite, CollectiveSite] = {}
         self._calls: dict[int, BlockingCall] = {}
@@ -185,7 +242,17 @@ class _Shift:
         moved = self._calls.get(id(call))
         if moved is None:
             line = self.line(call.function, call.line)
-            moved = copied(call, line=line, chain=self.chain(call.chain))
+            texts = self.texts
+            moved = copied(
+                call,
+                line=line,
+                chain=self.chain(call.chain),
+                reason=texts(call.reason),
+                note=texts(call.note),
+                doubt=texts(call.doubt),
+                skipped=texts(call.skipped),
+                cadenced=call.cadenced and texts(call.cadenced),
+            )
             self._calls[id(call)] = moved
         return moved
 

@@ -197,3 +197,89 @@ def test_calls_at_the_same_place_in_two_functions_are_both_kept(capsys, tmp_path
     assert store.COUNTS["blocking summaries reused"] > 0
     assert warm == _check(capsys, *argv, "--no-cache")
     assert warm.count("with self.a_lock:") and warm.count("with self.b_lock:")
+
+
+# The round runs under `mode == NULL`, which `switch` may break mid-round: the branch in
+# `handle` that needs another mode is walked in doubt, and the doubt's reason names where that
+# branch is (`work.py:LINE`) in the summaries below it and in the finding's note.
+DOUBTED = {
+    "pkg/__init__.py": "",
+    "pkg/modes.py": "import enum\n\n\nclass Mode(enum.Enum):\n    NULL = 0\n    PREFILL = 1\n",
+    "pkg/syncs.py": "import torch\n\n\ndef sync_all():\n    torch.cuda.synchronize()\n",
+    "pkg/work.py": """
+from pkg.modes import Mode
+from pkg.syncs import sync_all
+
+
+def handle(s):
+    if s.mode != Mode.NULL:
+        sync_all()
+""",
+    "pkg/loop.py": """
+import torch.distributed as dist
+
+from pkg.modes import Mode
+from pkg.work import handle
+
+
+class S:
+    def __init__(self, mode):
+        self.mode = mode
+
+    def switch(self):
+        self.mode = Mode.PREFILL
+
+    def event_loop(self):
+        while True:
+            handle(self)
+            dist.barrier()
+
+
+def dispatch(s: S):
+    if s.mode == Mode.NULL:
+        s.event_loop()
+""",
+    "pyproject.toml": '[tool.rankguard]\nrounds = ["*.event_loop"]\n',
+}
+
+
+def test_lines_a_doubt_names_move_with_their_function(capsys, tmp_path: Path):
+    """A line added at the top of `work.py` moves the doubted branch: neither `handle`'s
+    summary nor `sync_all`'s (entered under that doubt) is walked again, and the note names
+    the branch's new line, as a cold run does (the kept summary said the old one)."""
+    root = write_tree(tmp_path / "proj", DOUBTED)
+    argv = (str(root / "pkg"), "--config", str(root / "pyproject.toml"))
+    cache = ("--cache-dir", str(tmp_path / "cache"))
+    cold = _check(capsys, *argv, *cache)
+    assert "(work.py:6)" in cold
+    _replace(root, "pkg/work.py", "from pkg.modes", "import os\nfrom pkg.modes")
+    warm = _check(capsys, *argv, *cache)
+    assert _walked() == set()
+    assert "(work.py:7)" in warm
+    assert warm == _check(capsys, *argv, "--no-cache")
+
+
+def test_a_summary_entered_in_doubt_is_kept_when_the_doubted_branch_moves(capsys, tmp_path: Path):
+    """The round itself takes the doubted branch (round walks are never kept) and calls
+    `sync_all` there, whose summary's key holds the doubt: a line added above the round
+    moves the branch, not what `sync_all` does, so it is not walked again (it was: the doubt
+    named an absolute line, and every summary below a doubted branch missed after any edit
+    above it; 1,048 functions after one line added in sglang's scheduler.py)."""
+    files = dict(DOUBTED)
+    files["pkg/loop.py"] = (
+        files["pkg/loop.py"]
+        .replace(
+            "            handle(self)\n",
+            "            if self.mode != Mode.NULL:\n                sync_all()\n",
+        )
+        .replace("from pkg.work import handle", "from pkg.syncs import sync_all")
+    )
+    root = write_tree(tmp_path / "proj", files)
+    argv = (str(root / "pkg"), "--config", str(root / "pyproject.toml"))
+    cache = ("--cache-dir", str(tmp_path / "cache"))
+    assert "(loop.py:16)" in _check(capsys, *argv, *cache)
+    _replace(root, "pkg/loop.py", "import torch", "import os\nimport torch")
+    warm = _check(capsys, *argv, *cache)
+    assert _walked() == set()
+    assert "(loop.py:17)" in warm
+    assert warm == _check(capsys, *argv, "--no-cache")
