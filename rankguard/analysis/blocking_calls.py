@@ -254,16 +254,27 @@ class CallClassifier:
         fn = record.qualname
         return BlockingCall(
             entry.name, "", entry.kind, entry.reason, "high",
-            "the tensor is known to live on a device", f"if {stmt.text}:",
+            "the tensor is known to live on a device",
+            f"{'while' if stmt.kind == 'loop' else 'if'} {stmt.text}:",
             record.path, stmt.line, 0, fn, (Hop(fn, record.path, stmt.line),), cadence,
         )  # fmt: skip
 
 
 _VALUE_COMPARISONS = frozenset(("==", "!=", "<", "<=", ">", ">="))
+# What a test computes from a tensor and reads as a truth: a reduction to one value.
+_REDUCTIONS = frozenset(("any", "all", "sum", "max", "min", "mean", "prod", "count_nonzero"))
 
 
 def _valued(cond: Cond) -> bool:
-    """A test whose truth is a tensor's value if it is made from one: a reference, a call, or
-    a chain of value comparisons (not `is`, `in`)."""
+    """A test whose truth is a tensor's value where it is made from one: a reference, a
+    reduction (`torch.any(mask)`, `x.all()`), or a value comparison with one (`x.sum() > 0`).
+    Comparing a device name (`self.device == "cuda"`) or asking what a tensor is
+    (`torch.is_tensor(x)`) reads no value."""
     tag = cond[0]
-    return tag in ("ref", "call") or (tag == "cmp" and set(cond[1]) <= _VALUE_COMPARISONS)
+    if tag == "ref":
+        return True
+    if tag == "call":
+        return cond[1][-1] in _REDUCTIONS
+    if tag == "cmp" and set(cond[1]) <= _VALUE_COMPARISONS:
+        return any(part[0] == "call" and part[1][-1] in _REDUCTIONS for part in cond[2])
+    return False

@@ -1,9 +1,10 @@
 """Which start-up code a launch may pass by, and why.
 
 A validation holds in a round only if the launch that started the round ran it. Launchers call
-the validation from several places; a function some path reaches only under an `if` runs in a
-mode (what it checks holds only there), and one reached past an early return, or under a
-`with`, a loop or a `try`, may be passed by while another launcher runs it whenever it starts.
+the validation from several places; a function every path to which passes an `if` runs in a
+mode (what it checks holds only there); one some path reaches past an early return, under a
+`with`, a loop or a `try`, or under an `if` another path does without, may be passed by while
+another launcher runs it whenever it starts.
 `analysis.settings` trusts what runs on every path, drops what runs only in a mode, and keeps
 the rest as doubts (`analysis.doubts`) with the reason found here.
 """
@@ -19,6 +20,9 @@ from rankguard.model.program import Program
 from rankguard.summary.ir import CallSite, Segs, Stmt, walk_statements
 
 Premise = tuple[Cond, bool]
+# One way in to a function: the calls on it (a hand-over adds the runner's call of the
+# parameter), and the function whose own ways in it inherits.
+Path = tuple[tuple[tuple[str, CallSite], ...], str]
 
 
 class LaunchPaths:
@@ -46,8 +50,7 @@ class LaunchPaths:
             return self._passed_by_table
         calls: dict[str, set[str]] = defaultdict(set)
         handed: dict[str, set[str]] = defaultdict(set)  # caller -> functions it hands over
-        # target -> its paths: (the calls on it, the function whose guards it inherits)
-        paths: dict[str, list[tuple[tuple[tuple[str, CallSite], ...], str]]] = defaultdict(list)
+        paths: dict[str, list[Path]] = defaultdict(list)
         for caller, resolved in self.program.calls.items():
             for call, targets in resolved:
                 for target in targets:
@@ -61,12 +64,11 @@ class LaunchPaths:
                     for passer, site in sites:
                         handed[passer].add(target.name)
                         paths[target.name].append((((caller, call), (passer, site)), passer))
-        modal = self._modal(paths)
         work: list[tuple[str, str]] = []
         for target, found in paths.items():
             for hops, _ in found:
                 work.extend((target, why) for why in map(self._hop_reason, hops) if why)
-        guarded: dict[str, str | None] = dict.fromkeys(modal)
+        guarded: dict[str, str | None] = {}
         stack = work[::-1]
         while stack:
             name, why = stack.pop()
@@ -74,27 +76,40 @@ class LaunchPaths:
                 guarded[name] = why
                 stack.extend((n, why) for n in calls.get(name, ()))
                 stack.extend((n, why) for n in handed.get(name, ()))
+        # What runs only in a mode decides nothing; what it calls keeps the reason it passed on.
+        guarded.update(dict.fromkeys(self._modal(paths)))
         self._passed_by_table = guarded
         return guarded
 
-    def _modal(self, paths: Mapping[str, list[tuple[tuple, str]]]) -> set[str]:
+    def _modal(self, paths: Mapping[str, list[Path]]) -> set[str]:
         """Functions every path to which passes an `if` (or comes from such a function): they
-        run only in a mode, a kind or a feature that condition chooses."""
-        modal: set[str] = set()
-        changed = True
-        while changed:
-            changed = False
-            for target, found in paths.items():
-                if target not in modal and all(
-                    inherits in modal or any(self._in_mode(*hop) for hop in hops)
-                    for hops, inherits in found
-                ):
-                    modal.add(target)
-                    changed = True
+        run only in a mode, a kind or a feature that condition chooses. The greatest such set:
+        a function that retries itself (`while not ready(): start()`) is still reached only
+        through the `if` that first called it."""
+        conditional = {
+            target: [any(self._in_mode(*hop) for hop in hops) for hops, _ in found]
+            for target, found in paths.items()
+        }
+        inheriting: dict[str, set[str]] = defaultdict(set)
+        for target, found in paths.items():
+            for _, inherits in found:
+                inheriting[inherits].add(target)
+        modal = set(paths)
+        stack = sorted(modal)
+        while stack:
+            target = stack.pop()
+            if target not in modal:
+                continue
+            found = paths[target]
+            if all(c or found[i][1] in modal for i, c in enumerate(conditional[target])):
+                continue
+            modal.discard(target)
+            stack.extend(t for t in inheriting.get(target, ()) if t in modal)
         return modal
 
     def _in_mode(self, caller: str, call: CallSite) -> bool:
-        """`if` conditions, and only they, decide whether the call runs."""
+        """`if` conditions, and only they, decide whether the call runs: a mode, not a launch
+        that may pass it by (`_hop_reason`)."""
         return bool(self.guards(caller, call, past_returns=True))
 
     def _hop_reason(self, hop: tuple[str, CallSite]) -> str:
@@ -146,8 +161,9 @@ class LaunchPaths:
     def _conditional(self, function: str, call: CallSite) -> str:
         """Why a launch may pass `call` by, where something other than a setting decides."""
         path = self.program.functions[function].path
-        return f"a launch may reach it only through the conditional call in `{function}` " + (
-            f"({path}:{call.line})"
+        return (
+            f"a launch may reach it through the call in `{function}` ({path}:{call.line}), "
+            "which a condition, a loop, a `with` or a `try` decides"
         )
 
 

@@ -6,9 +6,8 @@ A call's truth is unknown to the facts a round carries (its loop's mode, the val
 implications, call-site constants), so such a branch stayed walked on every side. Seen at its
 call, the helper's test is an ordinary condition over the caller's references: `self` becomes
 the receiver, a parameter the reference the call passes (`results.at_call`), a local bound
-once to a getter's result that getter's read. The last holds in any test too: after `parallel =
-get_parallel()`, `if parallel.pp_size > 1:` tests the setting the round's facts name
-`get_parallel().pp_size`.
+once what it was bound to; what would name something else at the call (a module global of the
+helper's, a local bound to a call, a value a call makes afresh) is unknown there.
 
 Only what can be seen whole is expanded: a helper that is one `return` after locals bound once,
 whose test reads no parameter the call passes nothing plain for, where exactly one function
@@ -25,13 +24,14 @@ from dataclasses import replace
 
 from rankguard.analysis.reach import followed
 from rankguard.analysis.results import PLAIN_DECORATORS, at_call, in_callee_terms
-from rankguard.analysis.settings import getter_locals
-from rankguard.model.facts import Cond, refs, rename
+from rankguard.analysis.settings import NOT_GETTERS
+from rankguard.model.facts import Cond, member, refs
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CALL, CallSite, Segs, Stmt
 
 _DEPTH = 3  # helpers calling helpers: a few levels reach the tests written this way
+_UNKNOWN: Cond = ("other",)
 
 
 class Predicates:
@@ -42,7 +42,6 @@ class Predicates:
         self.decided = decided  # calls the facts decide by name (a platform probe)
         self._statements: dict[int, Stmt] = {}
         self._tests: dict[tuple[str, int], Cond | None] = {}
-        self._locals: dict[str, dict[str, Segs]] = {}
 
     def expanded(self, record: FunctionRecord, stmt: Stmt) -> Stmt:
         """`stmt` with each helper call in its test replaced by the helper's test (`stmt`
@@ -50,16 +49,8 @@ class Predicates:
         found = self._statements.get(id(stmt))
         if found is None:
             cond = self._expand(record.qualname, stmt.cond, stmt.calls, 0)
-            for name, getter in self._getters(record).items():
-                cond = rename(cond, (name,), getter)
             found = stmt if cond == stmt.cond else replace(stmt, cond=cond)
             self._statements[id(stmt)] = found
-        return found
-
-    def _getters(self, record: FunctionRecord) -> dict[str, Segs]:
-        found = self._locals.get(record.qualname)
-        if found is None:
-            found = self._locals[record.qualname] = getter_locals(record)
         return found
 
     def _expand(self, function: str, cond: Cond, calls: tuple[CallSite, ...], depth: int) -> Cond:
@@ -109,16 +100,44 @@ class Predicates:
             return None
         if any(d and d[-1] not in PLAIN_DECORATORS for d in info.decorators):
             return None  # a decorator may stand in for the result
+        params = {p.name.lstrip("*") for p in info.params}
         local: dict[str, Cond] = {}
         for stmt in body[:-1]:
             if stmt.kind != "assign" or len(stmt.targets) != 1 or len(stmt.targets[0]) != 1:
                 return None
             (name,) = stmt.targets[0]
-            if name in local or not stmt.tree:
-                return None
+            if name in local or name in params or not stmt.tree:
+                return None  # a parameter rebound (`ex = ex.draft`) is not what the call passes
             local[name] = stmt.tree
         final = body[-1]
         if not final.tree or not any(refs(final.tree)):
             return None  # a constant is a default something replaces (a probe's stub, a hook)
         test = self._expand(helper.qualname, final.tree, final.calls, depth + 1)
-        return in_callee_terms(test, local, (p.name.lstrip("*") for p in info.params))
+        return _confined(in_callee_terms(test, local, params))
+
+
+def _confined(cond: Cond) -> Cond:
+    """The helper's test with every part that would read a name of the caller's scope, or a
+    value a call makes afresh, unknown: only its parameters (marked), enum-like members and
+    settings getters (`get_exec().x`, as `analysis.settings` reads them) keep their meaning at
+    the call. A module global the helper reads (`mode`) is no name of the caller's, and
+    `self.inbox.recv().kind` is a new message each time it is asked."""
+    tag = cond[0] if cond else "other"
+    if tag == "ref":
+        return cond if _portable(cond[1]) else _UNKNOWN
+    if tag == "not":
+        return ("not", _confined(cond[1]))
+    if tag in ("and", "or"):
+        return (tag, tuple(_confined(c) for c in cond[1]))
+    if tag == "cmp":
+        return ("cmp", cond[1], tuple(_confined(c) for c in cond[2]))
+    return cond if tag == "const" else _UNKNOWN
+
+
+def _portable(segs: Segs) -> bool:
+    if member(segs):
+        return True
+    if segs[0].startswith("<parameter:"):
+        return CALL not in segs
+    getter = len(segs) >= 3 and segs[1] == CALL and segs[0] not in NOT_GETTERS
+    return getter and CALL not in segs[2:]

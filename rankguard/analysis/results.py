@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from rankguard.analysis.context import dotted, passed_arguments
 from rankguard.model.facts import Cond, member, refs, rename
 from rankguard.model.records import FunctionRecord
-from rankguard.summary.ir import CALL, CallSite, Segs, Stmt, walk_statements
+from rankguard.summary.ir import CallSite, Segs, Stmt, walk_statements
 
 _OTHER: Cond = ("other",)
 PLAIN_DECORATORS = frozenset(("staticmethod", "classmethod"))
@@ -181,13 +181,9 @@ def _substituted(cond: Cond, bound: Mapping[str, Cond]) -> Cond:
 
 
 def _through(segs: Segs, bound: Mapping[str, Cond]) -> Cond:
-    """A reference through a bound name: through a reference, or a getter's result
-    (`parallel = get_parallel()`: `parallel.tp_size` reads `get_parallel().tp_size`)."""
     value = bound.get(segs[0])
     if value is None:
         return ("ref", segs)
     if len(segs) == 1:
         return value
-    if value[0] == "call" and len(value) == 4 and not value[2] and not value[3]:
-        return ("ref", (*value[1], CALL, *segs[1:]))
     return ("ref", value[1] + segs[1:]) if value[0] == "ref" else _OTHER

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import builtins
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Literal, overload
 
@@ -210,18 +210,14 @@ class Settings:
 
     def readers(self) -> dict[str, tuple[Segs, ...]]:
         """Setting name -> the getter calls it is read through (`get_schedule()`), or the one
-        settings group that holds it (`get_exec().moe`, `_grouped`); a local bound once to a
-        getter's result reads through it (`parallel = get_parallel(); parallel.pp_size`)."""
+        settings group that holds it (`get_exec().moe`, `_grouped`)."""
         if self._readers is None:
             found: dict[str, set[Segs]] = defaultdict(set)
             groups: dict[str, set[Segs]] = defaultdict(set)
             getters: dict[Segs, FunctionRecord] = {}
             for record in self.program.functions.values():
-                through = getter_locals(record)
                 for stmt in walk_statements(record.info.body):
-                    for read in stmt.reads:
-                        bound = through.get(read[0])
-                        segs = read if bound is None else (*bound, *read[1:])
+                    for segs in stmt.reads:
                         if _getter_read(segs):
                             found[segs[2]].add(segs[:2])
                         elif _getter_read(segs[:3]) and _getter_read(segs[:2] + segs[3:]):
@@ -335,22 +331,6 @@ def _canonical(cond: Cond, root: str) -> Cond | None:
     if not found or any(len(s) != 2 or s[0] != root for s in found):
         return None
     return rename(cond, (root,), (SETTING,))
-
-
-def getter_locals(record: FunctionRecord) -> dict[str, Segs]:
-    """Locals bound once, to a getter called without arguments: name -> `(getter, "()")`."""
-    body = record.info.body
-    writes = Counter(t[0] for stmt in walk_statements(body) for t in stmt.targets if len(t) == 1)
-    out: dict[str, Segs] = {}
-    for stmt in walk_statements(body):
-        value = stmt.tree
-        if stmt.kind != "assign" or len(stmt.targets) != 1 or len(stmt.targets[0]) != 1:
-            continue
-        if value and value[0] == "call" and len(value) == 4 and not value[2] and not value[3]:
-            getter = (*value[1], CALL)
-            if writes[stmt.targets[0][0]] == 1 and _getter_read((*getter, "x")):
-                out[stmt.targets[0][0]] = getter
-    return out
 
 
 def _getter_read(segs: Segs) -> bool:

@@ -159,10 +159,7 @@ def of_tree(tree: Any, env: Env, known: Facts, attrs: Attrs) -> str | None:
         return None
     tag = tree[0]
     if tag == "const":
-        value = tree[1]
-        if isinstance(value, str):
-            return named(value)
-        return SCALAR if isinstance(value, (int, float)) else None  # None stands in for data
+        return named(tree[1]) if isinstance(tree[1], str) else None  # `device=0` is a device
     if tag == "ref":
         return of_segs(tree[1], env, attrs)
     if tag == "if":
@@ -341,22 +338,32 @@ class AttributePlacement:
                     name = target[-1]
                     found[name] = agree(found[name], place) if name in values else place
                     values.setdefault(name, []).append((stmt.tree, env))
-        for name, given in values.items():
-            if found[name] is None and _counts_itself(name, given, found):
-                found[name] = SCALAR
+        counters = [name for name, given in values.items() if _counts_itself(name, given, found)]
+        found.update(dict.fromkeys(counters, SCALAR))
         return found
 
 
 def _counts_itself(
     name: str, given: list[tuple[Any, Env]], found: Mapping[str, str | None]
 ) -> bool:
-    """Taking attribute `name` for a Python number, every assignment keeps it one (`= 0`,
-    `+= len(batch)`, `= self.done + 1`): then it is one."""
+    """A counter: one assignment gives attribute `name` a number (`= 0`), and, taking it for a
+    Python number, every other keeps it one (`+= len(batch)`, `= self.done + 1`). Read against
+    the table before any counter is settled, so the answer does not depend on the order."""
+    if found[name] is not None:
+        return False
 
     def attrs(attr: str) -> str | None:
         return SCALAR if attr == name else found.get(attr)
 
-    return all(of_tree(tree, env, {}, attrs) == SCALAR for tree, env in given)
+    seeded = any(tree[0] == "const" and _number(tree[1]) for tree, _ in given)
+    return seeded and all(
+        (tree[0] == "const" and _number(tree[1])) or of_tree(tree, env, {}, attrs) == SCALAR
+        for tree, env in given
+    )
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float))
 
 
 def _flat(body: tuple[Stmt, ...]) -> list[Stmt]:
