@@ -10,7 +10,7 @@ doubt into every call it makes.
 
 The start-up validation gives the round facts on settings (`analysis.settings`). A check the
 launcher runs only past an early return (`if cfg.model_path == "dummy": return`), or that one
-launcher reaches only inside a `with`, a loop or a `try` while another calls it whenever it
+launcher reaches inside a `with`, a loop, a `try` or an `if` while another calls it whenever it
 starts (`analysis.launch_paths`), may not have run, so what it asserts is no fact; but a branch
 it rules out runs only in the launch that skips it. Such facts ride along as `SKIPPABLE`
 (settings are process-wide: into every call), and a path that takes a branch they rule out

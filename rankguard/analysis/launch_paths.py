@@ -168,10 +168,13 @@ class LaunchPaths:
 
 
 def raises(block: Sequence[Stmt]) -> bool:
+    """The block ends in a `raise` it cannot return before: the code after it runs only where
+    the block's test was false."""
     return bool(block) and block[-1].kind == "raise" and not any(may_return(s) for s in block)
 
 
 def may_return(stmt: Stmt) -> bool:
+    """What follows `stmt` may not run: it holds a `return` somewhere."""
     return any(s.kind == "return" for s in walk_statements((stmt,)))
 
 

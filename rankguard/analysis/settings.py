@@ -171,7 +171,7 @@ class Settings:
 
     def _of_function(self, fn: FunctionRecord) -> Iterator[tuple[Implication, str]]:
         """Each implication `fn` asserts, with "" where it runs whenever the launcher does, or
-        the early return it runs past."""
+        why a launch may pass it by (`LaunchPaths.passed_by`)."""
         roots = {name for name in bound_names(fn) if _CONFIG_NAME.search(name)}
         paths = self._launch_paths()
         if not roots or not paths.callers.get(fn.qualname):
