@@ -6,7 +6,8 @@ count (`return False`, `return None`, an enum member), and only when some other 
 back something else: a return of a value carries that value's own flows, so a helper returning
 either of two copies of the same data (`t.to("cpu")` or a pinned copy of `t`) answers with the
 data, whichever return runs, while `return None` on one side makes the answer's *existence*
-the test's (`transfer.Walker.value` keeps it for `x is None`).
+the test's (`existence.py` keeps it for `x is None`); so does returning a helper's answer
+(`return pool.alloc(n)`, which is `None` when this rank's pool is short).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class Answers:
         # Whether the one constant answer is `None`: then what decides the answer decides only
         # whether there is one (`decisions` sets it).
         self.none_only = False
+        self.handed: Labels = {}  # what decided the answers of helpers it returns
 
     @contextmanager
     def deciding(self, stmt: Stmt, labels: Labels) -> Iterator[None]:
@@ -44,8 +46,11 @@ class Answers:
             if not any(s.kind == "return" for b in stmt.blocks for s in walk_statements(b)):
                 self.control = saved
 
-    def returned(self, constant: str | None) -> None:
+    def returned(self, constant: str | None, handed: Labels) -> None:
+        """A `return`: its constant (None: computed), and what decided the answer of a helper
+        it hands on (`return g()`: `existence.handed`)."""
         self.answers.append((constant, dict(self.control)))
+        merge(self.handed, handed)
 
     def decisions(self, body: tuple[Stmt, ...]) -> Labels:
         """What decides the function's answer, once `body` was walked."""
@@ -53,9 +58,10 @@ class Answers:
         if falls_through(body):
             answers.append(("None", dict(self.control)))
         self.none_only = {a for a, _control in answers if a is not None} == {"None"}
-        if len({answer if answer is not None else "" for answer, _control in answers}) < 2:
-            return {}
-        return union(control for answer, control in answers if answer is not None)
+        decided = dict(self.handed)
+        if len({answer if answer is not None else "" for answer, _control in answers}) > 1:
+            merge(decided, union(control for answer, control in answers if answer is not None))
+        return decided
 
 
 def constant_of(stmt: Stmt, is_class: Callable[[Segs], bool]) -> str | None:

@@ -29,6 +29,7 @@ from rankguard.analysis.uniformity.agreement import Agreement
 from rankguard.analysis.uniformity.answers import Answers, constant_of
 from rankguard.analysis.uniformity.branches import Sides
 from rankguard.analysis.uniformity.callbacks import CALLED, Callables
+from rankguard.analysis.uniformity.existence import deciding, existence, handed, tested
 from rankguard.analysis.uniformity.facts import ProgramFacts
 from rankguard.analysis.uniformity.lattice import (
     MAX_STEPS,
@@ -63,9 +64,11 @@ _MAX_CLASSES = 12
 
 
 class _Statement:
-    """Per-statement bookkeeping: which reads and calls an operand already accounted for."""
+    """Per-statement bookkeeping: which reads and calls an operand already accounted for, and
+    what each operand only compares with `None` (`existence.py`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, stmt: Stmt) -> None:
+        self.tested = tested(stmt)
         self.consumed: Counter[Segs] = Counter()
         self.consumed_calls: set[int] = set()
         self.results: dict[int, Labels] = {}
@@ -187,7 +190,8 @@ class Walker:
         step = self.step(stmt.line, "return")
         # Which return runs is the function's decision (`decisions`); a caller that enters the
         # group's collectives through it takes what the group agreed instead (`Walker.call`).
-        self.answers.returned(constant_of(stmt, self.is_class))
+        handing = handed(stmt, labels, self.results, self.f.program, self.fn)
+        self.answers.returned(constant_of(stmt, self.is_class), handing)
         intrinsic: Labels = {}
         for label, steps in labels.items():
             carried = (step, *steps)[:MAX_STEPS]
@@ -208,7 +212,7 @@ class Walker:
     # -- values ---------------------------------------------------------------------------
     def value(self, stmt: Stmt, env: Env) -> Labels:
         """Labels of what a statement's value (or test) is computed from."""
-        state = _Statement()
+        state = _Statement(stmt)
         for call in stmt.calls:
             if call.deferred:
                 continue
@@ -220,11 +224,7 @@ class Walker:
                 merge(out, state.results[id(call)])
         for ref in stmt.existence:  # `x is None`: whether it exists, not what it holds
             state.consumed[ref] += 1
-            # ... which is what decided the `return` that answered `None` or not.
-            held = self.ref(ref, env, stmt.line)
-            merge(
-                out, {k: s for k, s in held.items() if isinstance(k, tuple) and k[0] == "decided"}
-            )
+            merge(out, existence(self.ref(ref, env, stmt.line), ref, env))
         for ref in stmt.reads:
             if state.consumed[ref] > 0:
                 state.consumed[ref] -= 1
@@ -363,7 +363,8 @@ class Walker:
                     break
         for ref in operand.reads:
             state.consumed[ref] += 1
-            merge(out, self.ref(ref, env, line, size and ref == operand.ref))
+            held = self.ref(ref, env, line, size and ref == operand.ref)
+            merge(out, existence(held, ref, env) if ref in state.tested[id(operand)] else held)
         return out
 
     def feed(self, call: CallSite, fed: list[Labels], env: Env) -> None:
@@ -458,6 +459,7 @@ class Walker:
         kept = None if items is None else [through(item, step) for item in items]
         self.bind(stmt.targets, through(labels, step), env, kept)
         self.tuples.keep(stmt, items, env, labels)
+        deciding(stmt, env, lambda segs: self.ref(segs, env, stmt.line), self.results, labels)
 
     def bind(
         self, targets: tuple[Segs, ...], labels: Labels, env: Env, items: Items = None
