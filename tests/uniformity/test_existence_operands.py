@@ -127,3 +127,26 @@ def test_a_value_built_from_a_helper_answer_is_not_that_answer(program_of) -> No
         + "            if y is None:\n                dist.barrier()\n"
     )
     assert run(program_of, code) == []
+
+
+@pytest.mark.parametrize(
+    ("test", "line"),
+    [
+        ("if shard is None:\n                dist.barrier()", 18),
+        ("self.step(batch if shard is not None else None)", 7),
+        ("self.step(shard is not None)", 7),
+    ],
+)
+def test_a_conditional_binding_exists_as_its_test_decides(program_of, test: str, line: int) -> None:
+    # `shard` exists on rank 0 alone: its existence is the test's, whatever it holds.
+    code = _round("shard = self.pending if part == 1 else None", f"            {test}\n")
+    assert lines(run(program_of, code)) == [line]
+
+
+def test_a_conditional_binding_of_uniform_sides_on_a_uniform_test_exists_alike(program_of) -> None:
+    code = _round(
+        "shard = self.pending if self.pending else None",
+        "            self.step(batch if shard is not None else part)\n"
+        "            if shard is None:\n                dist.barrier()\n",
+    )
+    assert lines(run(program_of, code)) == [7]  # the `else part` side, not the test

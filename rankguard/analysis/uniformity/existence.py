@@ -4,25 +4,43 @@
 holds what decided whether `x` exists (`existence`), not what `x` holds. An argument reads a
 reference only so when every read of it there is such a test: counted in the argument's tree
 (`Stmt.tree`, `Stmt.cond`) when its call's is known there, else in the whole statement. A
-reference also read as data (`x[0] if x is not None else None`) is read whole.
+reference also read as data (`x[0] if x is not None else None`) is read whole. A local bound to
+a conditional (`x = a if rank == 0 else None`) exists as its test decides (`deciding`), and a
+helper that returns another's answer (`return pool.alloc(n)`) hands on what decided it
+(`handed`).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from rankguard.analysis.reach import followed
-from rankguard.analysis.uniformity.lattice import Labels
+from rankguard.analysis.uniformity.lattice import Env, Labels, merge, union
 from rankguard.model.program import Program
 from rankguard.summary.ir import CallSite, Segs, Stmt
 
+Reader = Callable[[Segs], Labels]  # the labels a reference holds where it is read
 
-def existence(held: Labels) -> Labels:
+
+def existence(held: Labels, ref: Segs = (), env: Env | None = None) -> Labels:
     """What `x is None` reads of `x`: what decided whether a helper's `return` answered `None`
-    (`answers.py`), not what `x` holds."""
-    return {k: s for k, s in held.items() if isinstance(k, tuple) and k[0] == "decided"}
+    (`answers.py`), not what `x` holds; for a local bound to a conditional (`x = a if c else
+    None`), also what decided which side it holds (`deciding`, kept under `x?`)."""
+    out = {k: s for k, s in held.items() if isinstance(k, tuple) and k[0] == "decided"}
+    if env is not None and len(ref) == 1:
+        merge(out, env.get(f"{ref[0]}?", {}))
+    return out
+
+
+def deciding(stmt: Stmt, env: Env, read: Reader, results: dict[int, Labels], whole: Labels) -> None:
+    """After `x = a if c else b`: what decides whether `x` exists, kept under `x?` (`c`, and what
+    decides whether the side it took exists); `whole`: all the value reads."""
+    if stmt.tree[:1] != ("if",) or len(stmt.targets) != 1 or len(stmt.targets[0]) != 1:
+        return
+    decides = _Decides(stmt, env, read, results, whole)
+    env[f"{stmt.targets[0][0]}?"] = decides.exists(stmt.tree)
 
 
 def handed(
@@ -58,6 +76,41 @@ def tested(stmt: Stmt) -> dict[int, frozenset[Segs]]:
                 found = Counter(ref for ref in _tests(args[index]))
                 out[id(operand)] = _only_tested(found, operand.reads)
     return out
+
+
+class _Decides:
+    """What a conditional's test reads, and what decides whether each side exists."""
+
+    def __init__(
+        self, stmt: Stmt, env: Env, read: Reader, results: dict[int, Labels], whole: Labels
+    ) -> None:
+        self.stmt, self.env, self.read, self.results, self.whole = stmt, env, read, results, whole
+
+    def exists(self, tree: Any) -> Labels:
+        tag = tree[0] if tree else ""
+        if tag == "if":
+            return union((self.reads(tree[1]), self.exists(tree[2]), self.exists(tree[3])))
+        if tag in ("const", "tuple", "literal"):
+            return {}  # a literal is `None` or not as written
+        if tag == "ref":
+            return existence(self.read(tree[1]), tree[1], self.env)
+        return existence(self.call(tree) if tag == "call" else self.whole)
+
+    def reads(self, tree: Any) -> Labels:
+        tag = tree[0] if tree else ""
+        if tag == "const":
+            return {}
+        if tag == "ref":
+            return self.read(tree[1])
+        if tag == "call":
+            return self.call(tree)
+        if tag in ("and", "or", "not", "cmp"):
+            return union(self.reads(child) for child in _children(tree))
+        return self.whole
+
+    def call(self, tree: Any) -> Labels:
+        calls = [c for c in self.stmt.calls if c.target == tree[1]]
+        return self.results.get(id(calls[0]), self.whole) if len(calls) == 1 else self.whole
 
 
 def _only_tested(tests: Counter[Segs], reads: tuple[Segs, ...]) -> frozenset[Segs]:

@@ -29,7 +29,7 @@ from rankguard.analysis.uniformity.agreement import Agreement
 from rankguard.analysis.uniformity.answers import Answers, constant_of
 from rankguard.analysis.uniformity.branches import Sides
 from rankguard.analysis.uniformity.callbacks import CALLED, Callables
-from rankguard.analysis.uniformity.existence import existence, handed, tested
+from rankguard.analysis.uniformity.existence import deciding, existence, handed, tested
 from rankguard.analysis.uniformity.facts import ProgramFacts
 from rankguard.analysis.uniformity.lattice import (
     MAX_STEPS,
@@ -224,7 +224,7 @@ class Walker:
                 merge(out, state.results[id(call)])
         for ref in stmt.existence:  # `x is None`: whether it exists, not what it holds
             state.consumed[ref] += 1
-            merge(out, existence(self.ref(ref, env, stmt.line)))
+            merge(out, existence(self.ref(ref, env, stmt.line), ref, env))
         for ref in stmt.reads:
             if state.consumed[ref] > 0:
                 state.consumed[ref] -= 1
@@ -364,7 +364,7 @@ class Walker:
         for ref in operand.reads:
             state.consumed[ref] += 1
             held = self.ref(ref, env, line, size and ref == operand.ref)
-            merge(out, existence(held) if ref in state.tested[id(operand)] else held)
+            merge(out, existence(held, ref, env) if ref in state.tested[id(operand)] else held)
         return out
 
     def feed(self, call: CallSite, fed: list[Labels], env: Env) -> None:
@@ -459,6 +459,7 @@ class Walker:
         kept = None if items is None else [through(item, step) for item in items]
         self.bind(stmt.targets, through(labels, step), env, kept)
         self.tuples.keep(stmt, items, env, labels)
+        deciding(stmt, env, lambda segs: self.ref(segs, env, stmt.line), self.results, labels)
 
     def bind(
         self, targets: tuple[Segs, ...], labels: Labels, env: Env, items: Items = None

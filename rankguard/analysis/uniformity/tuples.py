@@ -84,8 +84,10 @@ def attr_items(read: Labels, arity: int) -> list[Labels]:
 
 
 def forget(name: str, env: Env) -> None:
-    """`name` is bound again: the items it held are gone."""
+    """`name` is bound again: the items it held, and what decided whether it exists
+    (`x?`: `existence.deciding`), are gone."""
     env.pop(alias_key(name), None)
+    env.pop(f"{name}?", None)
     marker = env.pop(arity_key(name), None)
     for label in marker or ():
         for index in range(label[1]):
