@@ -410,7 +410,8 @@ class Walk:
         env = {}
         if call is not None:
             attrs = self.a.classify.placement.attribute
-            env = placements(record, call, stmt_calls, state.env, attrs)
+            passed = self.a.context.call_site(record, call)[0]
+            env = placements(passed, call, stmt_calls, state.env, attrs)
         known = self.a.entry_facts(name, call, state.known)
         if drained:
             known[DRAINED] = True

@@ -13,8 +13,8 @@ middle of a round.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from functools import lru_cache
+from collections.abc import Iterator, Mapping, Sequence
+from functools import lru_cache, partial
 from typing import Any
 
 from rankguard.analysis.doubts import SKIPPABLE, passed_on, shaky_facts, shaky_of
@@ -51,6 +51,8 @@ from rankguard.summary.ir import (
 )
 
 _ARGUMENT = "<argument>"  # a root no Python name can be, while a fact is moved to a parameter
+Passed = dict[str, tuple[str, str]]  # parameter -> (literal key, argument text)
+BoundAt = tuple[dict[Cond, Any], tuple[tuple[str, Segs], ...]]  # `bound_at`
 
 
 class RoundContext:
@@ -62,6 +64,10 @@ class RoundContext:
         self._rounds: dict[str, dict[Cond, Any]] = {}
         self._aliases: dict[str, dict[tuple[str, ...], tuple[str, ...]]] = {}
         self._computed: dict[str, dict[Segs, Cond]] = {}
+        self._stable: dict[tuple[Cond, str | None], bool] = {}
+        self._restated: dict[tuple[str | None, Cond], tuple[Cond, ...]] = {}
+        self._sites: dict[tuple[int, int], tuple[FunctionRecord, CallSite, Passed, BoundAt]] = {}
+        self._settled: dict[Cond, bool] = {}
         self.settings = Settings(program)
         self.stability = Stability(program)
         self.ranks = rank_source_catalog()
@@ -69,7 +75,15 @@ class RoundContext:
     # -- stability -----------------------------------------------------------------------------
     def stable(self, cond: Cond, cls: str | None) -> bool:
         """Every `self.a.b` the fact reads names attributes nothing reassigns on an object of
-        `cls` (`a`) or on any object (`b`, whose class is not tracked here)."""
+        `cls` (`a`) or on any object (`b`, whose class is not tracked here). Judged once per
+        fact and class: asked at every call the blocking walk enters."""
+        key = (cond, cls)
+        found = self._stable.get(key)
+        if found is None:
+            found = self._stable[key] = self._judge_stable(cond, cls)
+        return found
+
+    def _judge_stable(self, cond: Cond, cls: str | None) -> bool:
         for segs in refs(cond):
             if segs[0] != SELF:
                 continue
@@ -109,14 +123,25 @@ class RoundContext:
             value = evaluate(tree, settings)
             if value is not UNKNOWN and self.stable(("ref", target), class_of(record)):
                 out[("ref", target)] = value
-        aliases = self.aliases_of(record)
         for cond, value in settings.items():
-            for source, target in aliases.items():
+            out.update(dict.fromkeys(self._restated_of(record, cond), value))
+        return out
+
+    def _restated_of(self, record: FunctionRecord, cond: Cond) -> tuple[Cond, ...]:
+        """`cond` on a setting said of each stable copy a constructor of the method's class
+        makes of it (`aliases_of`), once per class and fact."""
+        cls = class_of(record)
+        key = (cls, cond)
+        found = self._restated.get(key)
+        if found is None:
+            made = []
+            for source, target in self.aliases_of(record).items():
                 if any(segs == source for segs in refs(cond)):
                     renamed = rename(cond, source, target)
-                    if rooted(renamed, SELF) and self.stable(renamed, class_of(record)):
-                        out[renamed] = value
-        return out
+                    if rooted(renamed, SELF) and self.stable(renamed, cls):
+                        made.append(renamed)
+            found = self._restated[key] = tuple(made)
+        return found
 
     def restated_skippable(
         self, record: FunctionRecord, known: Mapping[Cond, Any]
@@ -275,11 +300,34 @@ class RoundContext:
         facts.update(self.aliased(record, known))
         facts.update(self.invariants(record))
         if call is not None:
-            facts.update(bindings(record, call, known, self._settled_anywhere))
+            fixed, plain = self.call_site(record, call)[1]
+            facts.update(fixed)
+            shaky = shaky_of(known) if plain else {}  # asked on every entry: scan only if needed
+            for name, segs in plain:  # a fact on an attribute only where nothing reassigns it
+                restated = _restated(known, segs, name)
+                facts.update((c, v) for c, v in restated.items() if self._settled_reads(c))
+                facts.update(shaky_facts(_restated(shaky, segs, name)))
         return facts
 
-    def _settled_anywhere(self, attr: str) -> bool:
-        return self.stability.settled(None, attr)
+    def call_site(self, record: FunctionRecord, call: CallSite) -> tuple[Passed, BoundAt]:
+        """`passed_arguments` and `bound_at`, once per callee and call site (asked at every
+        entry through it; the objects are checked, not only their ids)."""
+        key = (id(record), id(call))
+        found = self._sites.get(key)
+        if found is None or found[0] is not record or found[1] is not call:
+            passed = passed_arguments(record, call)
+            found = self._sites[key] = (record, call, passed, bound_at(record, call, passed))
+        return found[2], found[3]
+
+    def _settled_reads(self, cond: Cond) -> bool:
+        """Every attribute `cond` reads past its root is one nothing reassigns after
+        construction (an enum member is a constant): judged once per fact."""
+        found = self._settled.get(cond)
+        if found is None:
+            settled = partial(self.stability.settled, None)
+            found = all(member(segs) or all(map(settled, segs[1:])) for segs in refs(cond))
+            self._settled[cond] = found
+        return found
 
     def _call_sites(self, name: str) -> Iterator[tuple[FunctionRecord, CallSite]]:
         for caller in sorted(self.program.calls):
@@ -304,7 +352,7 @@ def _params(callee: FunctionRecord, call: CallSite) -> list[Param]:
     return params[1:]
 
 
-def passed_arguments(callee: FunctionRecord, call: CallSite) -> dict[str, tuple[str, str]]:
+def passed_arguments(callee: FunctionRecord, call: CallSite) -> Passed:
     """Parameter name -> (literal key, argument text) for each argument the call passes."""
     out: dict[str, tuple[str, str]] = {}
     for index, param in enumerate(_params(callee, call)):
@@ -319,19 +367,13 @@ def passed_arguments(callee: FunctionRecord, call: CallSite) -> dict[str, tuple[
     return out
 
 
-def bindings(
-    callee: FunctionRecord,
-    call: CallSite,
-    known: Mapping[Cond, Any],
-    settled: Callable[[str], bool],
-) -> dict[Cond, Any]:
-    """What holds of `callee`'s parameters on entry from `call`: literal arguments and the
-    literal defaults of those it leaves out, and what the caller knows of each argument (a
-    fact on an attribute of it only where no method anywhere reassigns that attribute:
-    `settled`, since the callee may run one)."""
+def bound_at(callee: FunctionRecord, call: CallSite, passed: Passed) -> BoundAt:
+    """What the call site alone says of `callee`'s parameters on entry: literal arguments and
+    the literal defaults of those it leaves out; and the parameters filled by a plain reference
+    (`f(self.batch)`), with its segments, for what the caller knows of it (`entry_facts`).
+    `passed`: `passed_arguments(callee, call)`."""
     starred = any(a.startswith("*") for a in call.args) or any(k == "**" for k, _ in call.kwargs)
     literal = dict(call.literals)
-    passed = passed_arguments(callee, call)
     out: dict[Cond, Any] = {}
     named: set[str] = set()
     for param in _params(callee, call):
@@ -346,31 +388,17 @@ def bindings(
                 out[("ref", (param.name,))] = Symbol(text)
         elif not starred and param.literal:
             out[("ref", (param.name,))] = param.literal[0]
-    plain = [
-        (name, text)
-        for name, (key, text) in passed.items()
-        if name in named and key not in literal and not _constant_name(text)
-    ]
-    shaky = shaky_of(known) if plain else {}  # asked on every entry: scan only when needed
-    for name, text in plain:
-        restated = _restated(known, text, name)
-        out.update((c, v) for c, v in restated.items() if _settled_reads(c, settled))
-        out.update(shaky_facts(_restated(shaky, text, name)))
-    return out
+    plain = []
+    for name, (key, text) in passed.items():
+        segs = dotted(text)
+        if name in named and key not in literal and not _constant_name(text) and segs:
+            plain.append((name, segs))
+    return out, tuple(plain)
 
 
-def _settled_reads(cond: Cond, settled: Callable[[str], bool]) -> bool:
-    """Every attribute `cond` reads past its root is one nothing reassigns after construction
-    (an enum member is a constant)."""
-    return all(member(segs) or all(map(settled, segs[1:])) for segs in refs(cond))
-
-
-def _restated(known: Mapping[Cond, Any], text: str, param: str) -> dict[Cond, Any]:
-    """What the caller knows of the argument `text` (`_endpoint is None` is false past an
+def _restated(known: Mapping[Cond, Any], segs: Segs, param: str) -> dict[Cond, Any]:
+    """What the caller knows of the argument `segs` (`_endpoint is None` is false past an
     early return; `work.kind == Kind.IDLE`), said of the parameter it fills."""
-    segs = dotted(text)
-    if segs is None:
-        return {}
     out: dict[Cond, Any] = {}
     for cond, value in known.items():
         said = _said_of(cond, segs, param)
@@ -387,18 +415,18 @@ def _said_of(cond: Cond, segs: Segs, param: str) -> Cond | None:
 
 
 def placements(
-    callee: FunctionRecord,
+    passed: Passed,
     call: CallSite,
     stmt_calls: Sequence[CallSite],
     env: Mapping[str, str],
     attrs: Attrs,
 ) -> dict[str, str]:
-    """Where the tensors passed to `callee` live, per parameter: a local's fact or an
-    attribute's placement (`f(ids_cpu, batch.seq_lens_cpu)`), or what the call that makes the
-    argument gives (`f(torch.arange(n, device="cpu"))`)."""
+    """Where the tensors a call passes (`passed`: `passed_arguments`) live, per parameter of the
+    callee: a local's fact or an attribute's placement (`f(ids_cpu, batch.seq_lens_cpu)`), or
+    what the call that makes the argument gives (`f(torch.arange(n, device="cpu"))`)."""
     out: dict[str, str] = {}
     positional = [o for o in call.operands if o.keyword is None]
-    for name, (key, text) in passed_arguments(callee, call).items():
+    for name, (key, text) in passed.items():
         parts = dotted(text)
         if parts is not None:
             place = of_segs(parts, env, attrs)
