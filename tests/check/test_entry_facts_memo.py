@@ -17,6 +17,7 @@ import pytest
 from rankguard.adapters.sources import read_directory
 from rankguard.analysis import context
 from rankguard.analysis.context import RoundContext
+from rankguard.catalogs.platforms import platform_catalog
 from rankguard.model import load_program
 from tests.check.helpers import HEAD, config_of
 
@@ -37,7 +38,7 @@ class Worker:
 def test_a_repeated_entry_is_judged_from_memos(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     (tmp_path / "mod.py").write_text(HEAD + textwrap.dedent(CODE))
     program = load_program(read_directory(tmp_path, config_of({}).exclude))
-    rounds = RoundContext(program)
+    rounds = RoundContext(program, platform_catalog())
     step = program.functions["mod.Worker.step"]
     call = next(c.call for c in program.calls["mod.Worker.loop"])
     known: dict[Any, Any] = {
