@@ -115,7 +115,7 @@ class BlockingAnalysis:
         self.collectives = collectives
         self.catalog = catalog
         self.classify = CallClassifier(program, catalog, cadence_helpers)
-        self.context = RoundContext(program)
+        self.context = RoundContext(program, self.platforms)
         self.instances = Instances(program, self.context.stability)
         self.narrowing = Narrowing(program, self.context.stability)
         self.ranks = rank_source_catalog()

@@ -18,12 +18,14 @@ from functools import lru_cache
 from typing import Any
 
 from rankguard.analysis.doubts import SKIPPABLE, passed_on, shaky_facts, shaky_of
+from rankguard.analysis.hardware import StoredProbes
 from rankguard.analysis.narrowing import class_test
 from rankguard.analysis.precision import made_by
 from rankguard.analysis.rank_bounds import lone_ranks
 from rankguard.analysis.reach import enclosing
 from rankguard.analysis.settings import NOT_GETTERS, Settings
 from rankguard.analysis.stability import CONSTRUCTORS, SELF, Stability, class_of
+from rankguard.catalogs.platforms import Platforms
 from rankguard.catalogs.rank_sources import rank_source_catalog
 from rankguard.model.facts import (
     UNKNOWN,
@@ -56,7 +58,7 @@ _ARGUMENT = "<argument>"  # a root no Python name can be, while a fact is moved 
 class RoundContext:
     """Per program: which attributes are stable, each class's invariants, each round's facts."""
 
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: Program, platforms: Platforms) -> None:
         self.program = program
         self._invariants: dict[str, dict[Cond, Any]] = {}
         self._rounds: dict[str, dict[Cond, Any]] = {}
@@ -64,6 +66,7 @@ class RoundContext:
         self._computed: dict[str, dict[Segs, Cond]] = {}
         self.settings = Settings(program)
         self.stability = Stability(program)
+        self.probes = StoredProbes(program, self.stability, platforms)
         self.ranks = rank_source_catalog()
 
     # -- stability -----------------------------------------------------------------------------
@@ -175,7 +178,7 @@ class RoundContext:
     # -- class invariants ----------------------------------------------------------------------
     def invariants(self, record: FunctionRecord) -> dict[Cond, Any]:
         """What a constructor of the method's class (or a base) asserts about `self`, where it
-        stays true."""
+        stays true, and the platform probes construction stores on it (`analysis.hardware`)."""
         cls = class_of(record)
         if cls is None or cls not in self.program.classes:
             return {}
@@ -197,7 +200,8 @@ class RoundContext:
                                 if self.stability.kept_after(cls, method, body[index + 1 :], c)
                             )
             self._invariants[cls] = cached
-        return cached
+        probes = self.probes.facts(record)
+        return {**cached, **probes} if probes else cached
 
     # -- the round -----------------------------------------------------------------------------
     def round_facts(self, record: FunctionRecord) -> dict[Cond, Any]:

@@ -4,15 +4,21 @@
 time; on a CUDA deployment those sides never run, and their waits are no stragglers there. The
 predicates inside a condition (through `not`, `and`, `or`) are handed to the facts
 (`model.facts`) with the rest of what is known, like the group-size facts of `single_rank`.
+A probe the object's construction stores (`self.is_npu = is_npu()`) is a class invariant
+(`StoredProbes`, given with the asserts of `analysis.context`).
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
+from rankguard.analysis.stability import CONSTRUCTORS, SELF, Stability, class_of
 from rankguard.catalogs.platforms import Platforms
-from rankguard.model.facts import FALSY, TRUTHY, Cond, leaf_facts
-from rankguard.summary.ir import CALL
+from rankguard.model.facts import FALSY, TRUTHY, Cond, evaluate, leaf_facts, truth
+from rankguard.model.program import Program
+from rankguard.model.records import FunctionRecord
+from rankguard.summary.ir import CALL, Stmt, walk_statements
 
 
 def platform_facts(cond: Cond, platforms: Platforms) -> dict[Cond, Any]:
@@ -39,3 +45,108 @@ def _predicate(part: Cond) -> bool:
             return segs[0].startswith("_")
         return len(segs) == 3 and segs[1] == CALL
     return False
+
+
+class StoredProbes:
+    """Platform probes a class's construction stores on the object (`self.is_npu = is_npu()`,
+    `self.use_aiter = get_bool_env(...) and _is_hip`), where nothing reassigns them after
+    construction (`analysis.stability`): `if self.is_npu and ...:` is decided like `is_npu()`.
+
+    Sound where unsure: every write of the attribute during the construction of any class whose
+    methods may run on the object must store the same decided truth (a subclass's constructor
+    setting it otherwise, an `or` the probe leaves to its other side, `batch.is_cpu`, a
+    `setattr` there: no fact), one of them a constructor's own top-level statement in the
+    class's MRO, and none is given to construction itself (it may read before the write)."""
+
+    def __init__(self, program: Program, stability: Stability, platforms: Platforms) -> None:
+        self.program = program
+        self.stability = stability
+        self.platforms = platforms
+        self._facts: dict[str, dict[Cond, Any]] = {}
+        self._construction: dict[str, list[FunctionRecord]] | None = None
+
+    def facts(self, record: FunctionRecord) -> dict[Cond, Any]:
+        """What `self.<attr>` holds on entry to `record` (a method) for each stored probe."""
+        cls = class_of(record)
+        if cls is None or cls not in self.program.classes:
+            return {}
+        if record.qualname in self.stability.construction():
+            return {}
+        found = self._facts.get(cls)
+        if found is None:
+            found = self._stored(cls)
+            self._facts[cls] = found
+        return found
+
+    def _stored(self, cls: str) -> dict[Cond, Any]:
+        values: dict[str, set[Any]] = defaultdict(set)
+        assigned: set[str] = set()  # set by a top-level statement of a constructor in the MRO
+        mro = set(self.program.mro(cls))
+        related = self.stability.related(cls)
+        by_class = self._by_class()
+        for owner in sorted(related):
+            for record in by_class.get(owner, ()):
+                self._note(record, owner in mro, values, assigned)
+        if _REFLECTED in values:
+            return {}  # `setattr(self, name, v)`, `self.__dict__.update(...)`: names in data
+        return {
+            ("ref", (SELF, attr)): value
+            for attr, decided in sorted(values.items())
+            if attr in assigned and len(decided) == 1
+            for value in decided
+            if value is not None and self.stability.settled(cls, attr)
+        }
+
+    def _by_class(self) -> dict[str, list[FunctionRecord]]:
+        """Each class's construction functions (`Stability.construction`)."""
+        if self._construction is None:
+            found: dict[str, list[FunctionRecord]] = defaultdict(list)
+            for name in sorted(self.stability.construction()):
+                record = self.program.functions[name]
+                owner = class_of(record)
+                if owner is not None:
+                    found[owner].append(record)
+            self._construction = dict(found)
+        return self._construction
+
+    def _note(
+        self,
+        record: FunctionRecord,
+        in_mro: bool,
+        values: dict[str, set[Any]],
+        assigned: set[str],
+    ) -> None:
+        """What one construction function stores in each attribute of `self` (None: what it
+        stores is not decided, or a `setattr` may store anything)."""
+        body = record.info.body
+        for stmt in walk_statements(body):
+            if _reflects(stmt):
+                values[_REFLECTED].add(None)
+            for target in stmt.targets:
+                if target[:1] != (SELF,) or len(target) < 2:
+                    continue
+                whole = stmt.kind == "assign" and len(stmt.targets) == 1 and len(target) == 2
+                values[target[1]].add(self._truth(stmt.tree) if whole else None)
+                top = any(stmt is s for s in body) and record.info.name in CONSTRUCTORS
+                if whole and top and in_mro:
+                    assigned.add(target[1])
+
+    def _truth(self, tree: Cond) -> Any:
+        """TRUTHY / FALSY where the platform probes in `tree` decide its truth (None: not)."""
+        facts = platform_facts(tree, self.platforms)
+        value = truth(evaluate(tree, facts)) if facts else None
+        return None if value is None else (TRUTHY if value else FALSY)
+
+
+def _reflects(stmt: Stmt) -> bool:
+    """The statement may set attributes whose names are data: `setattr(...)`,
+    `object.__setattr__(...)`, `self.__dict__[k] = v`, `self.__dict__.update(...)`."""
+    calls = [call.target for call in stmt.calls]
+    return any(t[-1:] in _SETATTR for t in calls) or any(
+        t[:2] == _DICT for t in (*stmt.targets, *calls)
+    )
+
+
+_SETATTR = (("setattr",), ("__setattr__",))
+_DICT = (SELF, "__dict__")
+_REFLECTED = "<reflected>"  # no attribute's name: construction sets some by reflection
