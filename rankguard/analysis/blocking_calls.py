@@ -11,7 +11,7 @@ which attribute reads run a property getter.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 from rankguard.analysis.blocking_types import BlockingCall, Guards, call_text
 from rankguard.analysis.precision import (
@@ -238,15 +238,13 @@ class CallClassifier:
     def truth_test(
         self, record: FunctionRecord, stmt: Stmt, env: Mapping[str, str], cadence: str | None
     ) -> BlockingCall | None:
-        """The test of an `if` / `while` is a tensor known to live on a device: a reference,
-        or what a call or a value comparison makes of one (`torch.any(mask)`, `x.sum() > 0`;
-        `x is None` tests the object)."""
-        cond = stmt.cond
-        while cond and cond[0] == "not":
-            cond = cond[1]
-        if not cond or not _valued(cond):
-            return None
-        if of_tree(cond, env, {}, self.placement.attribute) != DEVICE:
+        """The test of an `if` / `while` reads a tensor known to live on a device: a
+        reference, what a reduction or a value comparison makes of one (`torch.any(mask)`,
+        `x.sum() > 0`), a search in one (`0 in x`), or any operand of `and`/`or` that does
+        (`flag and torch.any(x)` reads it wherever `flag` holds); `x is None` tests the
+        object."""
+        attrs = self.placement.attribute
+        if not any(of_tree(part, env, {}, attrs) == DEVICE for part in _truths(stmt.cond)):
             return None
         entry = self.catalog.match("<builtin>.bool")
         if entry is None:
@@ -263,6 +261,21 @@ class CallClassifier:
 _VALUE_COMPARISONS = frozenset(("==", "!=", "<", "<=", ">", ">="))
 # What a test computes from a tensor and reads as a truth: a reduction to one value.
 _REDUCTIONS = frozenset(("any", "all", "sum", "max", "min", "mean", "prod", "count_nonzero"))
+
+
+def _truths(cond: Cond) -> Iterator[Cond]:
+    """The values whose truth (or search) a test reads from them: itself, or each operand of
+    `and`/`or`, through `not`; the container of `a in b`."""
+    tag = cond[0] if cond else "other"
+    if tag == "not":
+        yield from _truths(cond[1])
+    elif tag in ("and", "or"):
+        for part in cond[1]:
+            yield from _truths(part)
+    elif tag == "cmp" and len(cond[1]) == 1 and cond[1][0] in ("in", "not in"):
+        yield cond[2][1]
+    elif cond and _valued(cond):
+        yield cond
 
 
 def _valued(cond: Cond) -> bool:

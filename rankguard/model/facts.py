@@ -254,10 +254,15 @@ def forget(facts: Facts, target: Segs) -> Facts:
 
 
 def pure(cond: Cond) -> bool:
-    """No call inside: its value cannot change between two reads with no assignment between."""
+    """No call inside: its value cannot change between two reads with no assignment between.
+    A settings getter's field (`get_exec().x`: a module-level call first, as
+    `analysis.settings` reads settings) counts as a read; any other call in a reference
+    (`self.inbox.recv().kind`) makes a new value each time."""
     tag = cond[0] if cond else "other"
     if tag == "call" or tag == "other":
         return False
+    if tag == "ref":
+        return CALL not in cond[1][2:]
     if tag == "not":
         return pure(cond[1])
     if tag in ("and", "or"):

@@ -386,3 +386,33 @@ def test_the_standard_librarys_host_helpers_launch_nothing(tmp_path: Path):
         """,
         {"rounds": ["mod.loop"]},
     )
+
+
+def test_numbers_and_counts_read_between_syncs_launch_nothing(tmp_path: Path):
+    # A count of elements (`x.numel()`), a clock and Python numbers made with `int()`/`bool()`
+    # kept on the object: host values, nothing queued between the two syncs.
+    _assert_marked(
+        tmp_path,
+        """
+        import time
+
+        class Engine:
+            def __init__(self):
+                self.seen = 0
+                self.last = 0.0
+
+            def post(self, ids: torch.Tensor, sample: torch.Tensor, items):
+                torch.cuda.synchronize()  # expect
+                n = ids.numel()
+                self.seen += int(n) + bool(items)
+                self.last += time.monotonic()
+                first = ids.tolist()
+                again = sample.tolist()
+
+            def loop(self, ids, sample, items):
+                while True:
+                    self.post(ids, sample, items)
+                    dist.barrier()
+        """,
+        {"rounds": ["mod.Engine.loop"]},
+    )

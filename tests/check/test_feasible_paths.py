@@ -895,3 +895,40 @@ def test_a_validation_run_only_in_a_mode_the_settings_choose_decides_nothing(tmp
         f.extra["round"].rsplit(".", 1)[-1]: f.extra["confidence"] for f in result.findings
     }
     assert confidence == {"event_loop_normal": "high", "event_loop_pp": "high"}
+
+
+@pytest.mark.parametrize(
+    "launcher",
+    [
+        "    def relaunch(tries):\n        for _ in range(tries):\n            start()\n",
+        "    def relaunch():\n        try:\n            start()\n        except OSError:\n"
+        "            pass\n",
+        "    def relaunch(ready):\n        if not ready:\n            start()\n",
+    ],
+    ids=["loop", "try", "if-on-one-path"],
+)
+def test_a_validation_a_second_launcher_may_pass_by_is_a_doubt(tmp_path: Path, launcher: str):
+    """`launch()` validates whenever it starts; a second launcher reaches the validation in a
+    loop that may not run, a `try` that swallows the failure, or under an `if` the first does
+    without: the pipeline loop's path is doubted, not cut and not trusted."""
+    code = _started(
+        "    def start():\n        validate(_CFG)\n\n    def launch():\n        start()\n\n"
+        + launcher
+    )
+    _assert_pipeline_loop_doubted(tmp_path, code, "`validate`", "`mod.relaunch`")
+
+
+def test_a_step_handed_to_a_runner_only_in_a_mode_decides_nothing(tmp_path: Path):
+    """`if _CFG.legacy: run_hook(validate, _CFG)`: the runner runs this step only in legacy
+    mode (the runner's other, unconditional callers hand it other steps)."""
+    moded = _RUN_HOOK.replace(
+        "    def start():\n        run_hook(validate, _CFG)\n",
+        "    def start():\n        run_hook(other_step, _CFG)\n        if _CFG.legacy:\n"
+        "            run_hook(validate, _CFG)\n\n    def other_step(cfg):\n        pass\n",
+    )
+    assert moded != _RUN_HOOK
+    _, result = _run(tmp_path, _started(moded), {"rounds": ["*.event_loop_*"]})
+    confidence = {
+        f.extra["round"].rsplit(".", 1)[-1]: f.extra["confidence"] for f in result.findings
+    }
+    assert confidence == {"event_loop_normal": "high", "event_loop_pp": "high"}

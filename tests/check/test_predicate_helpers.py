@@ -85,3 +85,25 @@ def test_a_helper_a_subclass_overrides_decides_nothing(tmp_path: Path):
 """
     assert "graphs: Graphs" in runner
     assert _rounds(tmp_path, runner) == ["event_loop_normal", "event_loop_pp"]
+
+
+def test_a_helper_asking_another_helper_decides_too(tmp_path: Path):
+    """`enabled()` returns `self.backend_set() and ...`, which returns the elastic test: two
+    levels of helpers read as one test."""
+    runner = _HELPER.format(receiver="graphs.", params="", extra="", args="").replace(
+        "            return get_exec().elastic_ep_backend is not None and get_exec().max_ep > 1\n",
+        "            return self.backend_set() and get_exec().max_ep > 1\n\n"
+        "        def backend_set(self):\n"
+        "            return get_exec().elastic_ep_backend is not None\n",
+    )
+    assert "backend_set" in runner
+    assert _rounds(tmp_path, runner) == ["event_loop_normal"]
+
+
+def test_a_decorated_helper_decides_nothing(tmp_path: Path):
+    """A decorator may stand in for the helper's result (a test double, a cached override)."""
+    runner = _HELPER.format(receiver="graphs.", params="", extra="", args="").replace(
+        "        def enabled(self):\n", "        @overridable\n        def enabled(self):\n"
+    )
+    assert "@overridable" in runner
+    assert _rounds(tmp_path, runner) == ["event_loop_normal", "event_loop_pp"]

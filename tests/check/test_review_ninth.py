@@ -39,6 +39,7 @@ def _rounds(tmp_path: Path, name: str) -> list[str]:
         "fx5_two_locals_from_one_zero_arg_call.txt",  # two next_request() locals read as one
         "fx10_helper_chained_locals.txt",  # `ex = get_exec(); draft = ex.draft`: `ex` leaks
         "fx13_write_through_getter_local.txt",  # `ex.elastic_ep_backend = ...` not forgotten
+        "fx4c_fresh_value_read_twice.txt",  # `self.inbox.recv().kind` twice, inline
     ],
 )
 def test_the_sleep_stays_reported_in_both_loops(tmp_path: Path, name: str):

@@ -57,6 +57,30 @@ def test_a_test_computed_from_a_device_tensor_reads_it(tmp_path: Path):
     )
 
 
+def test_each_operand_of_a_combined_test_is_read(tmp_path: Path):
+    # `flag and torch.any(x)` reads the tensor wherever `flag` holds; `0 in x` searches a
+    # device tensor on the host's behalf; `0 in ids_list` searches a list.
+    _assert_marked(
+        tmp_path,
+        """
+        def event_loop(flag, ids_list):
+            while True:
+                x = torch.zeros(4, device="cuda")
+                if flag and torch.any(x):  # expect
+                    pass
+                if not (x.all() or flag):  # expect
+                    pass
+                if 0 in x:  # expect
+                    pass
+                if 0 in ids_list or flag:
+                    pass
+                if x is not None and flag:
+                    pass
+                dist.barrier()
+        """,
+    )
+
+
 def test_pageable_host_to_device_copies(tmp_path: Path):
     _assert_marked(
         tmp_path,
