@@ -13,12 +13,20 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from rankguard.analysis.stability import CONSTRUCTORS, SELF, Stability, class_of
+from rankguard.analysis.stability import (
+    ANY_NAME,
+    COMPUTED_NAME,
+    CONSTRUCTORS,
+    SELF,
+    Stability,
+    class_of,
+    statement_writes,
+)
 from rankguard.catalogs.platforms import Platforms
 from rankguard.model.facts import FALSY, TRUTHY, Cond, evaluate, leaf_facts, truth
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
-from rankguard.summary.ir import CALL, Stmt, walk_statements
+from rankguard.summary.ir import CALL, walk_statements
 
 
 def platform_facts(cond: Cond, platforms: Platforms) -> dict[Cond, Any]:
@@ -117,15 +125,17 @@ class StoredProbes:
         assigned: set[str],
     ) -> None:
         """What one construction function stores in each attribute of `self` (None: what it
-        stores is not decided, or a `setattr` may store anything)."""
+        stores is not decided: a part of it, a mutation, a `setattr`), or that it may store
+        into any by reflection (`Stability`'s writes)."""
         body = record.info.body
         for stmt in walk_statements(body):
-            if _reflects(stmt):
-                values[_REFLECTED].add(None)
-            for target in stmt.targets:
+            for target in statement_writes(stmt):
                 if target[:1] != (SELF,) or len(target) < 2:
                     continue
-                whole = stmt.kind == "assign" and len(stmt.targets) == 1 and len(target) == 2
+                if target[-1] in (ANY_NAME, COMPUTED_NAME):
+                    values[_REFLECTED].add(None)
+                    continue
+                whole = stmt.kind == "assign" and stmt.targets == (target,) and len(target) == 2
                 values[target[1]].add(self._truth(stmt.tree) if whole else None)
                 top = any(stmt is s for s in body) and record.info.name in CONSTRUCTORS
                 if whole and top and in_mro:
@@ -138,15 +148,4 @@ class StoredProbes:
         return None if value is None else (TRUTHY if value else FALSY)
 
 
-def _reflects(stmt: Stmt) -> bool:
-    """The statement may set attributes whose names are data: `setattr(...)`,
-    `object.__setattr__(...)`, `self.__dict__[k] = v`, `self.__dict__.update(...)`."""
-    calls = [call.target for call in stmt.calls]
-    return any(t[-1:] in _SETATTR for t in calls) or any(
-        t[:2] == _DICT for t in (*stmt.targets, *calls)
-    )
-
-
-_SETATTR = (("setattr",), ("__setattr__",))
-_DICT = (SELF, "__dict__")
 _REFLECTED = "<reflected>"  # no attribute's name: construction sets some by reflection

@@ -18,7 +18,7 @@ methods may run on it are the MROs of those classes (mixin siblings included).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from rankguard.model.facts import Cond, refs
 from rankguard.model.program import Program
@@ -177,10 +177,8 @@ class Stability:
             for name in sorted(self.program.functions):
                 record = self.program.functions[name]
                 for stmt in walk_statements(record.info.body):
-                    targets = [_written(t) for t in stmt.targets]
-                    targets += [_mutated(call) for call in stmt.calls]
-                    for target in targets:
-                        if target is None or len(target) < 2:
+                    for target in statement_writes(stmt):
+                        if len(target) < 2:
                             continue
                         own = len(target) == 2 and target[0] == SELF
                         if own and name in construction:
@@ -288,6 +286,14 @@ _MUTATORS = frozenset(
     )
 )  # fmt: skip
 _SETATTR = frozenset(("setattr", "__setattr__"))
+
+
+def statement_writes(stmt: Stmt) -> Iterator[Segs]:
+    """What one statement writes (`Stability.writes`): its assignment targets, what its calls
+    mutate, the names `setattr` spells (`COMPUTED_NAME` where data spells them)."""
+    for segs in [*map(_written, stmt.targets), *map(_mutated, stmt.calls)]:
+        if segs is not None:
+            yield segs
 
 
 def _written(target: Segs) -> Segs | None:

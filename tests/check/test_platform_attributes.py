@@ -102,3 +102,33 @@ def test_a_probe_the_constructor_stores_decides_its_branches(tmp_path: Path, set
     got = {(f.path, f.line) for f in result.findings}
     want = {(path, line) for path, code in files.items() for line in marked_lines(code)}
     assert got == want
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        "setattr(self, 'is_npu', flag)",  # names the attribute: stores what `flag` holds
+        "for key, value in batch.items():\n            setattr(self, key, value)",  # any name
+        "self.__dict__.update(batch)",  # any name
+    ],
+)
+def test_a_probe_the_constructor_may_overwrite_by_name_decides_nothing(tmp_path: Path, write):
+    """After `self.is_npu = is_npu()` the constructor may store anything there through
+    `setattr` or `__dict__`: `if self.is_npu` stays walked on CUDA."""
+    code = HEAD + (
+        "from platforms import is_npu\n\n\n"
+        "class S:\n"
+        "    def __init__(self, batch, flag):\n"
+        "        self.is_npu = is_npu()\n"
+        f"        {write}\n\n"
+        "    def event_loop_normal(self):\n"
+        "        while True:\n"
+        "            if self.is_npu:\n"
+        "                time.sleep(1)  # expect\n"
+        "            dist.barrier()\n"
+    )
+    files = {"mod.py": code, "platforms.py": PLATFORMS}
+    result = check_files(
+        tmp_path, files, [BlockingBeforeCollective], {"rounds": ["*.event_loop_*"]}
+    )
+    assert {f.line for f in result.findings} == set(marked_lines(code))
