@@ -213,7 +213,9 @@ class BlockingAnalysis:
                 assert kept is not None
                 kept.save(name, known, env, result)
         else:
-            made = _Cut(result, frozenset(cut), tainted, frozenset(trace.asked), trace.unkept)
+            made = _Cut(
+                result, frozenset(cut), tainted, frozenset(trace.asked), frozenset(trace.unkept)
+            )
             self._cuts.setdefault(key, []).append(made)
             self._depend(key, made)
         return result, cut, tainted
@@ -375,7 +377,7 @@ class _Cut:
     cut: frozenset[str]
     tainted: bool
     asked: frozenset[str]
-    unkept: set[MemoKey]
+    unkept: frozenset[MemoKey]
 
 
 def _with_blocking(pair: Pair, blocking: BlockingCall) -> Pair:

@@ -315,10 +315,11 @@ class RoundContext:
 
     def call_site(self, record: FunctionRecord, call: CallSite) -> tuple[Passed, BoundAt]:
         """`passed_arguments` and `bound_at`, once per callee and call site (asked at every
-        entry through it; the objects are checked, not only their ids)."""
+        entry through it). Keyed by identity: the entry keeps both objects alive, so no other
+        object can take their ids while it is held."""
         key = (id(record), id(call))
         found = self._sites.get(key)
-        if found is None or found[0] is not record or found[1] is not call:
+        if found is None:
             passed = passed_arguments(record, call)
             found = self._sites[key] = (record, call, passed, bound_at(record, call, passed))
         return found[2], found[3]
