@@ -14,9 +14,11 @@ cannot see into, a program function that may launch (`analysis.launches`), an op
 operands may be device tensors (`y = a @ b`). Host builtins, logging, indexing and a tensor's
 own small ops (`x.max()`, `x.float()`: one kernel on data already there) keep it.
 
-A later sync of unknown placement on another object (`SYNCED`) is still reported, since the two
-tensors may live apart, but at low confidence: if both are on the device, the first drained the
-queue. A sync the model knows is on a device keeps its confidence.
+A later sync of unknown placement on another object (`SYNCED`) waits only where the two tensors
+live apart (the first read the host): it is `drained_by` the first, and the rule reports it as
+the first one's follower rather than as a wait of its own (it waits in the first one's place
+once that is removed, so it is listed, never dropped). On a path where nothing drained it, it
+is a finding of its own. A sync the model knows is on a device keeps its own finding.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ DRAINED: Cond = ("drained",)
 # a later one of unknown placement waits only if the two live apart.
 SYNCED: Cond = ("synced",)
 _SYNC = "device-sync"
+_TENSOR_READ = ("torch.Tensor.", "int(tensor)")
 # Calls that run on the host only and launch nothing on the device.
 _HOST_BUILTINS = frozenset(
     (
@@ -66,8 +69,9 @@ def dominated(blocking: BlockingCall, call: CallSite, known: Mapping[Cond, Any])
 
 def maybe_drained(blocking: BlockingCall, known: Mapping[Cond, Any]) -> BlockingCall:
     """A sync of unknown placement right after another one (nothing launched between) waits
-    only where their tensors live apart: low confidence, naming the earlier one. A sync known
-    to be on a device keeps its confidence (the earlier one may have read the host)."""
+    only where their tensors live apart: `drained_by` the earlier one, whose follower it is
+    reported as (low confidence, naming it, where that one is not reported). A sync known to
+    be on a device keeps its confidence (the earlier one may have read the host)."""
     earlier = known.get(SYNCED)
     if blocking.kind != _SYNC or blocking.confidence == "high" or not earlier:
         return blocking
@@ -75,7 +79,9 @@ def maybe_drained(blocking: BlockingCall, known: Mapping[Cond, Any]) -> Blocking
         f"an earlier sync of unknown placement, {earlier}, with nothing launched since, "
         "drained the queue if both tensors are on the device"
     )
-    return lowered(blocking, "low", why)
+    # A stream or event may hold work of its own: only a tensor's read is the earlier's follower.
+    follows = blocking.callee.startswith(_TENSOR_READ)
+    return lowered(blocking, "low", why, drained_by=earlier if follows else "")
 
 
 def operates(tree: Cond) -> bool:
@@ -128,7 +134,7 @@ def after(blocking: BlockingCall | None, call: CallSite, quiet: bool, state: Sta
         if len(call.target) == 1:
             return state  # `int(sel.count)`: a count often sits on the host beside device data
         known = dict(state.known)
-        known.setdefault(SYNCED, f"`{blocking.text}` ({blocking.path}:{blocking.line})")
+        known.setdefault(SYNCED, blocking.place)
         roots = _roots(call)
         drained = known.get(DRAINED)
         if roots and isinstance(drained, frozenset):
