@@ -147,12 +147,16 @@ def after(blocking: BlockingCall | None, call: CallSite, quiet: bool, state: Sta
     return _undrained(state)
 
 
-def drained_into(call: CallSite, known: Mapping[Cond, Any]) -> bool:
-    """The callee starts with the queue drained: a sure sync came last, and the call's
-    arguments are plain references or literals (`f(a * 2)` queues work on the way in)."""
-    if known.get(DRAINED) is not True:
-        return False
-    return all(o.ref is not None or o.const is not None for o in call.operands)
+def drained_into(call: CallSite, known: Mapping[Cond, Any]) -> dict[Cond, Any]:
+    """What the callee starts with, where the call's arguments are plain references or
+    literals (`f(a * 2)` queues work on the way in): the queue drained where a sure sync came
+    last; where one of unknown placement did, its mark (`SYNCED`), so the callee's reads of
+    unknown placement before anything launches are its followers, as written in place."""
+    if not all(o.ref is not None or o.const is not None for o in call.operands):
+        return {}
+    if known.get(DRAINED) is True:
+        return {DRAINED: True}
+    return {SYNCED: known[SYNCED]} if SYNCED in known else {}
 
 
 def marked(known: Mapping[Cond, Any]) -> bool:

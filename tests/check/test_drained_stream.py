@@ -313,6 +313,46 @@ def test_syncs_of_unknown_placement_back_to_back_are_one_wait(tmp_path: Path):
     }
 
 
+def test_a_helper_called_right_after_an_unplaced_sync_holds_its_followers(tmp_path: Path):
+    # `publish` runs right after `out.lengths.tolist()` with nothing launched between: its
+    # reads of unknown placement are that sync's followers, as they would be written in
+    # place. `publish_late` runs after an operator queued work, and `publish_busy` launches
+    # before its read: their syncs wait by themselves.
+    findings = _assert_marked(
+        tmp_path,
+        """
+        class Out:
+            lengths: torch.Tensor
+            logprobs: torch.Tensor
+
+        def publish(out: Out):
+            return out.logprobs.tolist()
+
+        def publish_busy(out: Out):
+            y = out.logprobs @ out.logprobs
+            return out.logprobs.tolist()  # expect
+
+        def publish_late(out: Out):
+            return out.logprobs.tolist()  # expect
+
+        def commit(out: Out):
+            lens = out.lengths.tolist()  # expect
+            publish(out)
+            publish_busy(out)
+            scaled = out.lengths * 2
+            publish_late(out)
+
+        def loop(out: Out):
+            while True:
+                commit(out)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
+    first = next(f for f in findings if f.extra["blocking"]["text"] == "out.lengths.tolist()")
+    assert [f["chain"][-1]["function"] for f in first.extra["followers"]] == ["mod.publish"]
+
+
 def test_reading_an_events_timing_launches_nothing(tmp_path: Path):
     # After `end.synchronize()` the queue is empty; `start.elapsed_time(end)` and a `query()`
     # read what the events hold on the host, and `record()` queues a marker, no kernel: the
