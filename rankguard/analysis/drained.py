@@ -50,6 +50,8 @@ _LOGGERS = frozenset(("logger", "logging", "log", "_logger", "LOGGER"))
 # A tensor's own methods that launch at most one small kernel on data already there, or
 # copy it to the host: what they queue is not the round's work.
 _SMALL = KEEPS | TO_PYTHON | frozenset(("cpu", "numpy"))
+# Waiting for a stream, an event or the device queues nothing.
+_WAITS = frozenset(("synchronize",))
 Roots = frozenset[tuple[str, ...]]
 
 
@@ -170,11 +172,11 @@ def _undrained(state: State) -> State:
 
 
 def host_call(call: CallSite) -> bool:
-    """By its name, a call that launches no work of note: a host builtin, logging, or a
-    tensor's small op."""
+    """By its name, a call that launches no work of note: a host builtin, logging, a
+    tensor's small op, or a wait for the device."""
     target = call.target
     if len(target) == 1:
         return target[0] in _HOST_BUILTINS
     if len(target) == 2 and target[0] in _LOGGERS and target[1] in _LOGGING:
         return True
-    return target[-1] in _SMALL
+    return target[-1] in _SMALL or target[-1] in _WAITS

@@ -353,6 +353,42 @@ def test_a_helper_called_right_after_an_unplaced_sync_holds_its_followers(tmp_pa
     assert [f["chain"][-1]["function"] for f in first.extra["followers"]] == ["mod.publish"]
 
 
+def test_waiting_for_an_event_launches_nothing(tmp_path: Path):
+    # `finalize` waits for a copy's event and reads host rows: it queues no work, so the
+    # read after it is still the earlier sync's follower. `warm` launches an operator.
+    findings = _assert_marked(
+        tmp_path,
+        """
+        class Out:
+            lengths: torch.Tensor
+            ids: torch.Tensor
+
+        def finalize(out):
+            out.copy_done.synchronize()  # expect
+            out.copy_done = None
+            return len(out.rows)
+
+        def warm(out):
+            return out.ids * 2
+
+        def commit(out: Out, other: Out):
+            lens = out.lengths.tolist()  # expect
+            finalize(other)
+            ids = other.ids.tolist()
+            warm(other)
+            again = other.lengths.tolist()  # expect
+
+        def loop(out: Out, other: Out):
+            while True:
+                commit(out, other)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
+    first = next(f for f in findings if f.extra["blocking"]["text"] == "out.lengths.tolist()")
+    assert [f["text"] for f in first.extra["followers"]] == ["other.ids.tolist()"]
+
+
 def test_reading_an_events_timing_launches_nothing(tmp_path: Path):
     # After `end.synchronize()` the queue is empty; `start.elapsed_time(end)` and a `query()`
     # read what the events hold on the host, and `record()` queues a marker, no kernel: the
