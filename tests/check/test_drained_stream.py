@@ -453,6 +453,38 @@ def test_a_counter_the_program_keeps_in_a_python_number_launches_nothing(tmp_pat
     )
 
 
+def test_a_counter_stored_through_a_local_is_still_a_counter(tmp_path: Path):
+    # `new_len = self.committed + 1; ...; self.committed = new_len`: the local holds what the
+    # counter plus one gives, a Python number too, so computing it queues nothing. A local
+    # bound twice says nothing of the counter (`self.spent` may take a tensor's sum).
+    _assert_marked(
+        tmp_path,
+        """
+        class Group:
+            def __init__(self):
+                self.committed = 0
+                self.spent = 0
+
+            def step(self, ids: torch.Tensor, t: torch.Tensor):
+                torch.cuda.synchronize()  # expect
+                new_len = self.committed + 1
+                first = ids.tolist()
+                self.committed = new_len
+                cost = self.spent + 1
+                if t is not None:
+                    cost = t.sum()
+                self.spent = cost
+                again = ids.tolist()  # expect
+
+            def loop(self, ids, t):
+                while True:
+                    self.step(ids, t)
+                    dist.barrier()
+        """,
+        {"rounds": ["mod.Group.loop"]},
+    )
+
+
 def test_the_standard_librarys_host_helpers_launch_nothing(tmp_path: Path):
     # `repeat(None)`, `deque()`, `math.ceil(n / 2)`, `time.monotonic()`: the standard library's
     # host helpers queue no device work between two syncs; `copy.deepcopy` of a tensor does.
