@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from rankguard.analysis.context import dotted, passed_arguments
+from rankguard.analysis.call_sites import dotted, passed_arguments
 from rankguard.model.facts import Cond, member, refs, rename
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CallSite, Segs, Stmt, walk_statements
