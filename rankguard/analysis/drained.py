@@ -5,7 +5,9 @@ reporting the second names no wait of its own.
 
 The walk keeps "drained" among its facts (`DRAINED`), so a join keeps it only where every path
 agrees, and a callee starts without it. A sync the model is sure of (a device tensor's copy to
-the host, `torch.cuda.synchronize()`) drains everything. A sync on a tensor the model cannot
+the host, `torch.cuda.synchronize()`) drains everything; an event's wait does only where the
+event was recorded on this path with nothing launched since (`RECORDED`), and a stream's never
+(it may be a side stream). A sync on a tensor the model cannot
 place drains what lives with it, for later syncs on tensors it cannot place either: the tensors
 of the same local object, or of the same attribute of `self` (`out.lengths.tolist()` then
 `out.statuses.tolist()`). If that object is on a device the first sync waited; if it is on the
@@ -38,6 +40,10 @@ SYNCED: Cond = ("synced",)
 _SYNC = "device-sync"
 _TENSOR_READ = ("torch.Tensor.", "int(tensor)")
 _DEVICE_SYNC = "torch.cuda.synchronize"
+_EVENT_SYNC = "torch.cuda.Event.synchronize"
+# The event recorded last on the current stream, with nothing launched since (its segments).
+RECORDED: Cond = ("recorded",)
+_MARKS = (DRAINED, SYNCED, RECORDED)
 # Calls that run on the host only and launch nothing on the device.
 _HOST_BUILTINS = frozenset(
     (
@@ -130,7 +136,11 @@ def after(blocking: BlockingCall | None, call: CallSite, quiet: bool, state: Sta
     """The state past `call` (`blocking` if it is one; `quiet`: it launches no device work,
     `analysis.launches`): drained by a sync, no longer drained by a call that may launch."""
     if blocking is not None and blocking.kind == _SYNC:
-        if blocking.doubt or state.known.get(DRAINED) is True or not _drains(blocking):
+        if blocking.doubt or state.known.get(DRAINED) is True:
+            return state
+        if _recorded_last(blocking, call, state.known):
+            return state.evolve(known={**state.known, DRAINED: True})
+        if not _drains(blocking):
             return state  # a stream's or an event's wait launches nothing, and drains no queue
         if blocking.confidence == "high":
             return state.evolve(known={**state.known, DRAINED: True})
@@ -147,7 +157,22 @@ def after(blocking: BlockingCall | None, call: CallSite, quiet: bool, state: Sta
         if roots:
             known[DRAINED] = roots
         return state.evolve(known=known)
-    return state if quiet else launched(state)
+    state = state if quiet else launched(state)
+    if call.target[-1:] == ("record",) and not call.args and _plain(call.target[:-1]):
+        # `ev.record()` on the current stream: its wait, with nothing launched since, drains it
+        return state.evolve(known={**state.known, RECORDED: call.target[:-1]})
+    return state
+
+
+def _recorded_last(blocking: BlockingCall, call: CallSite, known: Mapping[Cond, Any]) -> bool:
+    """`ev.record()` then `ev.synchronize()` with nothing launched between: everything queued
+    on the current stream before the record has run."""
+    receiver = call.target[:-1]
+    return blocking.callee == _EVENT_SYNC and bool(receiver) and known.get(RECORDED) == receiver
+
+
+def _plain(segs: tuple[str, ...]) -> bool:
+    return bool(segs) and CALL not in segs and SUBSCRIPT not in segs
 
 
 def _drains(blocking: BlockingCall) -> bool:
@@ -157,16 +182,16 @@ def _drains(blocking: BlockingCall) -> bool:
     return blocking.callee.startswith(_TENSOR_READ) or blocking.callee == _DEVICE_SYNC
 
 
-def marks(state: State) -> tuple[Any, Any]:
-    """What the path says of the queue: `DRAINED` and `SYNCED` (None where unset)."""
-    return state.known.get(DRAINED), state.known.get(SYNCED)
+def marks(state: State) -> tuple[Any, ...]:
+    """What the path says of the queue (`_MARKS`, None where unset)."""
+    return tuple(state.known.get(cond) for cond in _MARKS)
 
 
 def maybe_ran(before: State, past: State) -> State:
     """Past a call the path may skip (`a and x.tolist()`): a mark holds only where it held
     both before the call and past it."""
-    kept = {k: v for k, v in past.known.items() if k not in (DRAINED, SYNCED)}
-    for cond in (DRAINED, SYNCED):
+    kept = {k: v for k, v in past.known.items() if k not in _MARKS}
+    for cond in _MARKS:
         if cond in past.known and before.known.get(cond) == past.known[cond]:
             kept[cond] = past.known[cond]
     return past.evolve(known=kept)
@@ -190,13 +215,13 @@ def drained_into(call: CallSite, known: Mapping[Cond, Any]) -> dict[Cond, Any]:
 
 
 def marked(known: Mapping[Cond, Any]) -> bool:
-    """A sync came last on this path (`DRAINED` or `SYNCED`): what may launch work clears it."""
-    return DRAINED in known or SYNCED in known
+    """A sync or an event's record came last on this path (`DRAINED`, `SYNCED`, `RECORDED`):
+    what may launch work clears it."""
+    return any(cond in known for cond in _MARKS)
 
 
 def _undrained(state: State) -> State:
-    gone = (DRAINED, SYNCED)
-    return state.evolve(known={k: v for k, v in state.known.items() if k not in gone})
+    return state.evolve(known={k: v for k, v in state.known.items() if k not in _MARKS})
 
 
 def host_call(call: CallSite) -> bool:

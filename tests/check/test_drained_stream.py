@@ -425,6 +425,42 @@ def test_reading_an_events_timing_launches_nothing(tmp_path: Path):
     )
 
 
+def test_waiting_for_an_event_recorded_last_drains_the_queue(tmp_path: Path):
+    # `end.record()` right after the step's work, then `end.synchronize()` with nothing
+    # launched between: the current stream has run everything queued before the record, so
+    # the reads after it find nothing to wait for. Work queued after the record (`y * 2`), or
+    # another event's record, leaves the wait draining nothing.
+    _assert_marked(
+        tmp_path,
+        """
+        class Engine:
+            def __init__(self):
+                self.end = torch.cuda.Event(enable_timing=True)
+                self.other = torch.cuda.Event()
+
+            def step(self, ids: torch.Tensor, y: torch.Tensor):
+                z = y * 2
+                self.end.record()
+                self.end.synchronize()  # expect
+                done = ids.tolist()
+                self.end.record()
+                w = y * 2
+                self.end.synchronize()  # expect
+                late = ids.tolist()  # expect
+                v = y * 3
+                self.other.record()
+                self.end.synchronize()  # expect
+                last = ids.tolist()  # expect
+
+            def loop(self, ids, y):
+                while True:
+                    self.step(ids, y)
+                    dist.barrier()
+        """,
+        {"rounds": ["mod.Engine.loop"]},
+    )
+
+
 def test_a_counter_the_program_keeps_in_a_python_number_launches_nothing(tmp_path: Path):
     # `self.finished = 0` and only `+= len(...)` after it: a Python int, whatever its name,
     # so counting between two syncs queues nothing. A count that a tensor's value ever feeds
