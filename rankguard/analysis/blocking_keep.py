@@ -251,6 +251,7 @@ class _Shift:
                 note=texts(call.note),
                 doubt=texts(call.doubt),
                 skipped=texts(call.skipped),
+                drained_by=texts(call.drained_by),
                 cadenced=call.cadenced and texts(call.cadenced),
             )
             self._calls[id(call)] = moved

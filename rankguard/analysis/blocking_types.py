@@ -48,10 +48,19 @@ class BlockingCall:
     # The path runs only where the start-up validation is skipped (`analysis.doubts.skipped`):
     # which check, and the early return that skips it; "" when it runs anyway.
     skipped: str = ""
+    # A sync of unknown placement right after another one on this path, nothing launched
+    # between (`analysis.drained`): the earlier one's `place`. This one waits only where the
+    # two tensors live apart: it is reported as the earlier one's follower.
+    drained_by: str = ""
 
     @property
     def key(self) -> Key:
         return (self.path, self.line, self.col, self.callee)
+
+    @property
+    def place(self) -> str:
+        """The call as notes and `drained_by` name it: "`x.tolist()` (path:line)"."""
+        return f"`{self.text}` ({self.path}:{self.line})"
 
     def outranks(self, other: BlockingCall) -> bool:
         """An undoubted path outranks a doubted one, one the validation does not rule out one
@@ -61,10 +70,11 @@ class BlockingCall:
         return bool(other.cadenced) and not self.cadenced
 
     @property
-    def rank(self) -> tuple[bool, bool]:
+    def rank(self) -> tuple[bool, bool, bool]:
         """Lower is the better path to show: one that needs a round fact to change is less
-        likely than one that needs only a skipped validation, which a launch may do."""
-        return (bool(self.doubt), bool(self.skipped))
+        likely than one that needs only a skipped validation, which a launch may do; a path
+        where the call waits by itself is better than one where an earlier sync drained."""
+        return (bool(self.doubt), bool(self.skipped), bool(self.drained_by))
 
     def below(self, hop: Hop, cadence: str | None) -> BlockingCall:
         return copied(self, chain=(hop, *self.chain), cadenced=self.cadenced or cadence)
@@ -262,5 +272,5 @@ def cadenced(call: BlockingCall, reason: str) -> BlockingCall:
     return call if call.cadenced else copied(call, cadenced=reason)
 
 
-def _ranks(pending: Mapping[Key, BlockingCall]) -> dict[Key, tuple[bool, bool]]:
+def _ranks(pending: Mapping[Key, BlockingCall]) -> dict[Key, tuple[bool, ...]]:
     return {k: (*c.rank, bool(c.cadenced)) for k, c in pending.items()}

@@ -5,8 +5,8 @@ calls enter their callees' summaries. One walk per summary, or per round.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rankguard.analysis.aliases import bound, broken, restated
 from rankguard.analysis.blocking_types import (
@@ -35,7 +35,6 @@ from rankguard.analysis.doubts import (
 )
 from rankguard.analysis.doubts import doubt as doubt_of
 from rankguard.analysis.drained import (
-    DRAINED,
     after,
     assigned,
     dominated,
@@ -356,7 +355,7 @@ class Walk:
             return after(blocking, call, True, state.evolve(pending=pending))
         # The callee starts where the caller stands now; past the call, what it may launch
         # has undone the drain.
-        drained = drained_into(call, state.known)
+        drained = drained_into(call, state.known)  # what the callee starts with
         quiet = not marked(state.known) or self.a.launches.quiet_call(call, targets)
         state = after(None, call, quiet, state)
         outcomes: list[State | None] = []
@@ -403,7 +402,7 @@ class Walk:
         stmt_calls: Sequence[CallSite] = (),
         receiver: Receiver | None = None,
         phase: str | None = None,
-        drained: bool = False,
+        drained: Mapping[Cond, Any] | None = None,
     ) -> State:
         if self.a.on_stack(name):
             self.cut.add(name)
@@ -419,7 +418,7 @@ class Walk:
             env = placements(passed, call, stmt_calls, state.env, attrs)
         known = self.a.entry_facts(name, call, state.known)
         if drained:
-            known[DRAINED] = True
+            known.update(drained)
         if call is not None:
             constructed = self.a.instances.entry_facts(
                 self.record, record, call, stmt_calls, state.known

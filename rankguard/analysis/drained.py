@@ -14,9 +14,11 @@ cannot see into, a program function that may launch (`analysis.launches`), an op
 operands may be device tensors (`y = a @ b`). Host builtins, logging, indexing and a tensor's
 own small ops (`x.max()`, `x.float()`: one kernel on data already there) keep it.
 
-A later sync of unknown placement on another object (`SYNCED`) is still reported, since the two
-tensors may live apart, but at low confidence: if both are on the device, the first drained the
-queue. A sync the model knows is on a device keeps its confidence.
+A later sync of unknown placement on another object (`SYNCED`) waits only where the two tensors
+live apart (the first read the host): it is `drained_by` the first, and the rule reports it as
+the first one's follower rather than as a wait of its own (it waits in the first one's place
+once that is removed, so it is listed, never dropped). On a path where nothing drained it, it
+is a finding of its own. A sync the model knows is on a device keeps its own finding.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ DRAINED: Cond = ("drained",)
 # a later one of unknown placement waits only if the two live apart.
 SYNCED: Cond = ("synced",)
 _SYNC = "device-sync"
+_TENSOR_READ = ("torch.Tensor.", "int(tensor)")
 # Calls that run on the host only and launch nothing on the device.
 _HOST_BUILTINS = frozenset(
     (
@@ -47,6 +50,8 @@ _LOGGERS = frozenset(("logger", "logging", "log", "_logger", "LOGGER"))
 # A tensor's own methods that launch at most one small kernel on data already there, or
 # copy it to the host: what they queue is not the round's work.
 _SMALL = KEEPS | TO_PYTHON | frozenset(("cpu", "numpy"))
+# Waiting for a stream, an event or the device queues nothing.
+_WAITS = frozenset(("synchronize",))
 Roots = frozenset[tuple[str, ...]]
 
 
@@ -66,8 +71,9 @@ def dominated(blocking: BlockingCall, call: CallSite, known: Mapping[Cond, Any])
 
 def maybe_drained(blocking: BlockingCall, known: Mapping[Cond, Any]) -> BlockingCall:
     """A sync of unknown placement right after another one (nothing launched between) waits
-    only where their tensors live apart: low confidence, naming the earlier one. A sync known
-    to be on a device keeps its confidence (the earlier one may have read the host)."""
+    only where their tensors live apart: `drained_by` the earlier one, whose follower it is
+    reported as (low confidence, naming it, where that one is not reported). A sync known to
+    be on a device keeps its confidence (the earlier one may have read the host)."""
     earlier = known.get(SYNCED)
     if blocking.kind != _SYNC or blocking.confidence == "high" or not earlier:
         return blocking
@@ -75,7 +81,9 @@ def maybe_drained(blocking: BlockingCall, known: Mapping[Cond, Any]) -> Blocking
         f"an earlier sync of unknown placement, {earlier}, with nothing launched since, "
         "drained the queue if both tensors are on the device"
     )
-    return lowered(blocking, "low", why)
+    # A stream or event may hold work of its own: only a tensor's read is the earlier's follower.
+    follows = blocking.callee.startswith(_TENSOR_READ)
+    return lowered(blocking, "low", why, drained_by=earlier if follows else "")
 
 
 def operates(tree: Cond) -> bool:
@@ -128,7 +136,7 @@ def after(blocking: BlockingCall | None, call: CallSite, quiet: bool, state: Sta
         if len(call.target) == 1:
             return state  # `int(sel.count)`: a count often sits on the host beside device data
         known = dict(state.known)
-        known.setdefault(SYNCED, f"`{blocking.text}` ({blocking.path}:{blocking.line})")
+        known.setdefault(SYNCED, blocking.place)
         roots = _roots(call)
         drained = known.get(DRAINED)
         if roots and isinstance(drained, frozenset):
@@ -141,12 +149,16 @@ def after(blocking: BlockingCall | None, call: CallSite, quiet: bool, state: Sta
     return _undrained(state)
 
 
-def drained_into(call: CallSite, known: Mapping[Cond, Any]) -> bool:
-    """The callee starts with the queue drained: a sure sync came last, and the call's
-    arguments are plain references or literals (`f(a * 2)` queues work on the way in)."""
-    if known.get(DRAINED) is not True:
-        return False
-    return all(o.ref is not None or o.const is not None for o in call.operands)
+def drained_into(call: CallSite, known: Mapping[Cond, Any]) -> dict[Cond, Any]:
+    """What the callee starts with, where the call's arguments are plain references or
+    literals (`f(a * 2)` queues work on the way in): the queue drained where a sure sync came
+    last; where one of unknown placement did, its mark (`SYNCED`), so the callee's reads of
+    unknown placement before anything launches are its followers, as written in place."""
+    if not all(o.ref is not None or o.const is not None for o in call.operands):
+        return {}
+    if known.get(DRAINED) is True:
+        return {DRAINED: True}
+    return {SYNCED: known[SYNCED]} if SYNCED in known else {}
 
 
 def marked(known: Mapping[Cond, Any]) -> bool:
@@ -160,11 +172,11 @@ def _undrained(state: State) -> State:
 
 
 def host_call(call: CallSite) -> bool:
-    """By its name, a call that launches no work of note: a host builtin, logging, or a
-    tensor's small op."""
+    """By its name, a call that launches no work of note: a host builtin, logging, a
+    tensor's small op, or a wait for the device."""
     target = call.target
     if len(target) == 1:
         return target[0] in _HOST_BUILTINS
     if len(target) == 2 and target[0] in _LOGGERS and target[1] in _LOGGING:
         return True
-    return target[-1] in _SMALL
+    return target[-1] in _SMALL or target[-1] in _WAITS

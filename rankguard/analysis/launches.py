@@ -3,7 +3,8 @@ stays empty until one does.
 
 A call launches nothing when everything it may run is *quiet*: a host builtin or logging, a
 container's own method (`rows.append(x)`), a tensor's small op on data already there, a device
-event's marker or timing read (`end.record()`, `start.elapsed_time(end)`), a host-only standard
+event's marker or timing read (`end.record()`, `start.elapsed_time(end)`), a wait for a
+stream or event (`done.synchronize()`), a host-only standard
 library helper (`itertools.repeat`, `collections.deque`, `math.ceil`), building
 a record (a class with no constructor of its own, a `msgspec.Struct`), or a program function
 whose body calls only quiet things and computes no operator (`x * 2` may be a kernel). A

@@ -62,16 +62,17 @@ def _result(finding: Finding, rule_index: dict[str, int]) -> dict[str, Any]:
             for hop in chain
         ]
         result["codeFlows"] = [{"threadFlows": [{"locations": steps}]}]
+    related = []
     collective = finding.extra.get("collective")
     if isinstance(collective, dict) and "path" in collective:
-        result["relatedLocations"] = [
-            {
-                "id": 1,
-                **_location(
-                    collective["path"], collective["line"], f"collective {collective['callee']}"
-                ),
-            }
-        ]
+        label = f"collective {collective['callee']}"
+        related.append(_location(collective["path"], collective["line"], label))
+    for follower in finding.extra.get("followers") or ():
+        # A sync this one drains: it waits in this one's place once this one is removed.
+        label = f"follower `{follower['text']}`: waits where this call reads the host"
+        related.append(_location(follower["path"], follower["line"], label))
+    if related:
+        result["relatedLocations"] = [{"id": i, **loc} for i, loc in enumerate(related, 1)]
     props = {k: finding.extra[k] for k in ("round", "confidence", "cadenced") if k in finding.extra}
     if props:
         result["properties"] = props

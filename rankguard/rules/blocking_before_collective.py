@@ -8,10 +8,11 @@ edge holds only in some configurations, so it is listed, not headlined, when a s
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
 from rankguard.analysis.blocking import Pair
+from rankguard.analysis.blocking_types import BlockingCall, Key
 from rankguard.analysis.collectives import CollectiveSite
 from rankguard.core import progress
 from rankguard.core.chains import chain_json, chain_key
@@ -172,12 +173,45 @@ class BlockingBeforeCollective(Rule):
         for number, rnd in enumerate(rounds, 1):
             progress.current().advance(0, note=f"{self.name}: round {number}/{len(rounds)}")
             regions = analysis.regions(rnd, include_tail)
-            grouped: dict[tuple[str, int, int, str], list[Pair]] = {}
+            grouped: dict[Key, list[Pair]] = {}
             for pair in regions.pairs:
                 grouped.setdefault(pair.blocking.key, []).append(pair)
-            for pairs in grouped.values():
-                yield _finding(self.name, rnd.function.qualname, pairs, regions.every)
+            yield from _findings(self.name, rnd.function.qualname, grouped, regions.every)
         analysis.forget_summaries()  # every round is walked; the next rules need only facts
+
+
+def _findings(
+    rule: str,
+    round_name: str,
+    grouped: dict[Key, list[Pair]],
+    every: frozenset[CollectiveSite],
+) -> Iterator[Finding]:
+    """One finding per blocking call site, but a sync that an earlier one drained on every
+    path found (`BlockingCall.drained_by`) is that one's follower: one wait, listed once."""
+    heads = {_headline(pairs, every).blocking.place: pairs for pairs in grouped.values()}
+    followers: dict[str, list[BlockingCall]] = {}
+    for pairs in grouped.values():
+        host = _drained_into(pairs, heads)
+        if host is not None:
+            followers.setdefault(host, []).append(_headline(pairs, every).blocking)
+    for pairs in grouped.values():
+        if _drained_into(pairs, heads) is None:
+            place = _headline(pairs, every).blocking.place
+            yield _finding(rule, round_name, pairs, every, followers.get(place, []))
+
+
+def _drained_into(pairs: list[Pair], heads: dict[str, list[Pair]]) -> str | None:
+    """The place of the reported sync that drained the queue for this one on every path
+    found (through syncs drained in turn), if there is one."""
+    host: str | None = None
+    seen: set[str] = set()
+    while all(p.blocking.drained_by for p in pairs):
+        earlier = pairs[0].blocking.drained_by
+        if earlier not in heads or earlier in seen:
+            break
+        seen.add(earlier)
+        host, pairs = earlier, heads[earlier]
+    return host
 
 
 def _headline(pairs: list[Pair], every: frozenset[CollectiveSite]) -> Pair:
@@ -194,9 +228,14 @@ def _headline(pairs: list[Pair], every: frozenset[CollectiveSite]) -> Pair:
 
 
 def _finding(
-    rule: str, round_name: str, pairs: list[Pair], every: frozenset[CollectiveSite]
+    rule: str,
+    round_name: str,
+    pairs: list[Pair],
+    every: frozenset[CollectiveSite],
+    followers: list[BlockingCall],
 ) -> Finding:
     first = _headline(pairs, every)
+    followers = sorted(followers, key=lambda c: (c.path, c.line, c.col, c.text))
     call = first.blocking
     site = first.site
     cadence = f" (cadenced: {call.cadenced})" if call.cadenced else ""
@@ -204,10 +243,16 @@ def _finding(
     more = f" and {len(pairs) - 1} other collective(s)" if len(pairs) > 1 else ""
     where = "the next round's first collective " if first.tail else ""
     sure = " (it runs every round)" if site in every else ""
+    then = (
+        f"; then {', '.join(c.place for c in followers)} with nothing launched between, "
+        "waiting in its place where this call's tensor is on the host"
+        if followers
+        else ""
+    )
     message = (
         f"`{call.text}` ({call.kind}: {call.reason}) may stall this rank before {where}"
         f"`{site.callee}` at {site.path}:{site.line}{sure}{more}, where every peer waits"
-        f"{cadence}{unsure}"
+        f"{cadence}{unsure}{then}"
     )
     extra: dict[str, Any] = {
         "round": round_name,
@@ -220,6 +265,7 @@ def _finding(
         "confidence": call.confidence,
         "confidence_note": call.note,
         "round_tail": first.tail,
+        "followers": [{**c.to_json(), "chain": chain_json(c.chain)} for c in followers],
     }
     key = fingerprint(rule, round_name, call.callee, call.kind, chain_key(call.chain))
     return Finding(call.path, call.line, rule, message, key, extra)

@@ -169,6 +169,37 @@ def test_sarif_validates_against_the_official_schema(capsys, tmp_path: Path):
         assert result["relatedLocations"][0]["physicalLocation"]["region"]["startLine"] >= 1
 
 
+FOLLOWED = """
+import torch
+import torch.distributed as dist
+
+
+class Out:
+    lengths: torch.Tensor
+    ids: torch.Tensor
+
+
+def event_loop(out: Out, other: Out):
+    while True:
+        lengths = out.lengths.tolist()
+        ids = other.ids.tolist()
+        dist.barrier()
+"""
+
+
+def test_sarif_names_a_syncs_followers_as_related_locations(capsys, tmp_path: Path):
+    root = _tree(tmp_path, FOLLOWED)
+    code, out, _ = _run(capsys, "check", str(root), "--format", "sarif", "--no-cache")
+    assert code == 1
+    sarif = json.loads(out)
+    jsonschema.validate(sarif, json.loads(SCHEMA.read_text()))
+    (result,) = sarif["runs"][0]["results"]
+    related = result["relatedLocations"]
+    assert [r["physicalLocation"]["region"]["startLine"] for r in related] == [14, 13]
+    assert [r["id"] for r in related] == [1, 2]
+    assert "other.ids.tolist()" in related[1]["message"]["text"]
+
+
 def test_sarif_with_file_errors_still_validates(capsys, tmp_path: Path):
     root = _tree(tmp_path, **{"pkg/broken.py": "def (:\n"})
     code, out, _ = _run(capsys, "check", str(root), "--format", "sarif", "--no-cache")

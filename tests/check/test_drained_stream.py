@@ -82,8 +82,9 @@ def test_an_operator_queues_work_after_a_sync(tmp_path: Path):
 def test_a_sync_drains_what_lives_with_its_tensor(tmp_path: Path):
     """Where the model cannot place a tensor, a sync on it still drains the queue for the
     tensors of the same object: on a device the first one waited, on the host none does.
-    Another object's tensor may live elsewhere, and `self` holds tensors of every kind."""
-    _assert_marked(
+    Another object's tensor may live elsewhere (and `self` holds tensors of every kind): its
+    sync, with nothing launched since, is the first one's follower, not a wait of its own."""
+    findings = _assert_marked(
         tmp_path,
         """
         class Processor:
@@ -94,10 +95,10 @@ def test_a_sync_drains_what_lives_with_its_tensor(tmp_path: Path):
                 ids = out.token_ids.cpu().numpy()
                 peak = int(out.counts.max().item())
                 total = out.counts.sum().item()
-                theirs = other.lengths.tolist()  # expect
-                mine = self.lengths.tolist()  # expect
+                theirs = other.lengths.tolist()
+                mine = self.lengths.tolist()
                 again = self.lengths.tolist()
-                yours = self.statuses.tolist()  # expect
+                yours = self.statuses.tolist()
 
         def loop(p, out, other):
             while True:
@@ -106,6 +107,12 @@ def test_a_sync_drains_what_lives_with_its_tensor(tmp_path: Path):
         """,
         {"rounds": ["mod.loop"]},
     )
+    followers = [f["text"] for f in findings[0].extra["followers"]]
+    assert followers == [
+        "other.lengths.tolist()",
+        "self.lengths.tolist()",
+        "self.statuses.tolist()",
+    ]
 
 
 def test_work_launched_after_a_sync_of_unknown_placement_waits(tmp_path: Path):
@@ -255,10 +262,13 @@ def test_a_helper_called_right_after_a_sure_sync_finds_the_queue_drained(tmp_pat
     )
 
 
-def test_a_sync_after_an_unplaced_sync_of_another_object_is_low_confidence(tmp_path: Path):
-    # `other.ids` may live apart from `out.lengths`, so its sync stays a finding; but if both
-    # are on the device the first sync drained the queue: it is low confidence, and says why.
-    # A sync known to be on a device keeps its confidence.
+def test_syncs_of_unknown_placement_back_to_back_are_one_wait(tmp_path: Path):
+    # Nothing is launched between `out.lengths.tolist()` and `other.ids.tolist()`: if both
+    # live on the device the first waited and the second finds the queue empty, so the two
+    # are one wait, reported at the first with the second as its follower (it waits in its
+    # place where the first read the host, or once the first is removed). On the path that
+    # skips the first sync, `other.ids.tolist()` waits by itself and is a finding of its own.
+    # A sync known to be on a device keeps its own finding.
     findings = _assert_marked(
         tmp_path,
         """
@@ -270,29 +280,113 @@ def test_a_sync_after_an_unplaced_sync_of_another_object_is_low_confidence(tmp_p
 
         def commit(out: Out, other: Other, n):
             lens = out.lengths.tolist()  # expect
-            ids = other.ids.tolist()  # expect
+            ids = other.ids.tolist()
             dev = torch.ones(n, device="cuda")
             more = dev.tolist()  # expect
 
-        def loop(out: Out, other: Other, n):
+        def skip(out: Out, other: Other, flag):
+            if flag:
+                lens = out.lengths.tolist()  # expect
+            ids = other.ids.tolist()  # expect
+
+        def loop(out: Out, other: Other, n, flag):
             while True:
                 commit(out, other, n)
+                skip(out, other, flag)
                 dist.barrier()
         """,
         {"rounds": ["mod.loop"]},
     )
+    by_line = {f.line: f for f in findings}
+    first = min(by_line)
+    assert by_line[first].extra["blocking"]["text"] == "out.lengths.tolist()"
+    follower = by_line[first].extra["followers"]
+    assert [f["text"] for f in follower] == ["other.ids.tolist()"]
+    assert follower[0]["line"] == first + 1
+    assert "other.ids.tolist()" in by_line[first].message
+    assert all(not f.extra["followers"] for f in findings if f.line != first)
     levels = {f.extra["blocking"]["text"]: f.extra["confidence"] for f in findings}
     assert levels == {
         "out.lengths.tolist()": "medium",
-        "other.ids.tolist()": "low",
         "dev.tolist()": "high",
+        "other.ids.tolist()": "medium",
     }
-    note = next(
-        f.extra["confidence_note"]
-        for f in findings
-        if f.extra["blocking"]["text"] == "other.ids.tolist()"
+
+
+def test_a_helper_called_right_after_an_unplaced_sync_holds_its_followers(tmp_path: Path):
+    # `publish` runs right after `out.lengths.tolist()` with nothing launched between: its
+    # reads of unknown placement are that sync's followers, as they would be written in
+    # place. `publish_late` runs after an operator queued work, and `publish_busy` launches
+    # before its read: their syncs wait by themselves.
+    findings = _assert_marked(
+        tmp_path,
+        """
+        class Out:
+            lengths: torch.Tensor
+            logprobs: torch.Tensor
+
+        def publish(out: Out):
+            return out.logprobs.tolist()
+
+        def publish_busy(out: Out):
+            y = out.logprobs @ out.logprobs
+            return out.logprobs.tolist()  # expect
+
+        def publish_late(out: Out):
+            return out.logprobs.tolist()  # expect
+
+        def commit(out: Out):
+            lens = out.lengths.tolist()  # expect
+            publish(out)
+            publish_busy(out)
+            scaled = out.lengths * 2
+            publish_late(out)
+
+        def loop(out: Out):
+            while True:
+                commit(out)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
     )
-    assert "out.lengths.tolist()" in note
+    first = next(f for f in findings if f.extra["blocking"]["text"] == "out.lengths.tolist()")
+    assert [f["chain"][-1]["function"] for f in first.extra["followers"]] == ["mod.publish"]
+
+
+def test_waiting_for_an_event_launches_nothing(tmp_path: Path):
+    # `finalize` waits for a copy's event and reads host rows: it queues no work, so the
+    # read after it is still the earlier sync's follower. `warm` launches an operator.
+    findings = _assert_marked(
+        tmp_path,
+        """
+        class Out:
+            lengths: torch.Tensor
+            ids: torch.Tensor
+
+        def finalize(out):
+            out.copy_done.synchronize()  # expect
+            out.copy_done = None
+            return len(out.rows)
+
+        def warm(out):
+            return out.ids * 2
+
+        def commit(out: Out, other: Out):
+            lens = out.lengths.tolist()  # expect
+            finalize(other)
+            ids = other.ids.tolist()
+            warm(other)
+            again = other.lengths.tolist()  # expect
+
+        def loop(out: Out, other: Out):
+            while True:
+                commit(out, other)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
+    first = next(f for f in findings if f.extra["blocking"]["text"] == "out.lengths.tolist()")
+    assert [f["text"] for f in first.extra["followers"]] == ["other.ids.tolist()"]
 
 
 def test_reading_an_events_timing_launches_nothing(tmp_path: Path):

@@ -147,6 +147,7 @@ def test_a_name_that_says_host_is_taken_at_its_word_where_nothing_else_is_known(
                 b = batch.seq_lens_cpu.max().item()
                 c = batch.ids_host.tolist()
                 d = buf.np[0].item()
+                batch.prepare()  # may launch: the next sync waits by itself
                 f = batch.seq_lens.tolist()  # expect
                 wrong_cpu = dev.cuda()
                 e = wrong_cpu.tolist()  # expect
