@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rankguard.model.facts import UNKNOWN, Cond, Symbol, evaluate, member, pure, refs, rename
-from rankguard.summary.ir import CALL, SUBSCRIPT, Segs, Stmt
+from rankguard.summary.ir import CALL, SUBSCRIPT, Segs, Stmt, walk_statements
 
 ALIASES: Cond = ("aliases",)
 # local -> (the reference it is, or None: none on any path; the constants it holds elsewhere)
@@ -29,12 +29,21 @@ Entries = dict[str, tuple[Segs | None, frozenset[Any]]]
 _CONSTANTS = (Symbol, str, int, float, bytes, type(None))
 
 
-def bound(stmt: Stmt, known: Mapping[Cond, Any]) -> Mapping[Cond, Any]:
+def tested(body: Sequence[Stmt]) -> frozenset[str]:
+    """The names a test or an assert in `body` reads (`mode` in `if mode.is_idle():`): only
+    a test adds facts on a local, so only these are worth following as copies."""
+    return frozenset(segs[0] for s in walk_statements(body) if s.cond for segs in refs(s.cond))
+
+
+def bound(stmt: Stmt, known: Mapping[Cond, Any], followed: frozenset[str]) -> Mapping[Cond, Any]:
     """`known` past `name = <reference>` (the local is the reference) or `name = <constant>`
-    (it is that constant, which a later join sets aside), once `broken` has run."""
+    (it is that constant, which a later join sets aside), once `broken` has run; only for
+    the `followed` names (`tested`)."""
     if stmt.kind != "assign" or len(stmt.targets) != 1 or len(stmt.targets[0]) != 1:
         return known
     (name,) = stmt.targets[0]
+    if name not in followed:
+        return known
     tree = stmt.tree
     if tree[:1] == ("ref",) and _reference(tree[1]) and tree[1][0] != name:
         entry: tuple[Segs | None, frozenset[Any]] = (tree[1], frozenset())

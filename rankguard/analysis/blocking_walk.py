@@ -207,7 +207,7 @@ class Walk:
         needed = single or marked(state.known)
         place = of_tree(stmt.tree, state.env, state.known, attrs) if needed else None
         state = assigned(stmt.tree, place, self._forget_facts(state, stmt.targets))
-        copied = bound(stmt, state.known)
+        copied = bound(stmt, state.known, self.a.tested(self.record))
         state = state if copied is state.known else state.evolve(known=copied)
         names = [".".join(t) for t in stmt.targets if CALL not in t and SUBSCRIPT not in t]
         if not names:
