@@ -133,10 +133,12 @@ def after(blocking: BlockingCall | None, call: CallSite, quiet: bool, state: Sta
             return state
         if blocking.confidence == "high":
             return state.evolve(known={**state.known, DRAINED: True})
-        if len(call.target) == 1:
-            return state  # `int(sel.count)`: a count often sits on the host beside device data
         known = dict(state.known)
         known.setdefault(SYNCED, blocking.place)
+        if len(call.target) == 1:
+            # `int(sel.count)`: a count often sits on the host beside device data, so it drains
+            # nothing for sure; the reads after it are its followers.
+            return state.evolve(known=known)
         roots = _roots(call)
         drained = known.get(DRAINED)
         if roots and isinstance(drained, frozenset):

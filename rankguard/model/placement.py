@@ -82,6 +82,9 @@ _HOST_SUFFIXES = ("_cpu", "_host", "_np", "_numpy")
 _DEVICE_TEXT = re.compile(r"""^(?:torch\.device\()?f?['"](?P<kind>\w+)""")
 
 Env = Mapping[str, str]
+# What one assignment gives an attribute: its tree, the placements of the function's locals
+# there, and the trees of the locals it binds once (a counter read through a local).
+Given = tuple[Any, Env, Mapping[str, Any]]
 Attrs = Callable[[str], str | None]
 
 
@@ -321,45 +324,55 @@ class AttributePlacement:
 
     def _index(self) -> dict[str, str | None]:
         found: dict[str, str | None] = {}
-        values: dict[str, list[tuple[Any, Env]]] = {}  # name -> what each assignment gives it
+        values: dict[str, list[Given]] = {}  # name -> what each assignment gives it
         for body in self._bodies.values():
             assigns = [s for s in _flat(body) if s.kind == "assign" and s.tree]
             once = Counter(t[0] for s in assigns for t in s.targets if len(t) == 1)
             env: dict[str, str] = {}
+            locals_: dict[str, Any] = {}  # locals bound once, each to its tree
             for stmt in assigns:
                 place = of_tree(stmt.tree, env, {}, lambda _: None)
                 for target in stmt.targets:
                     if len(target) == 1:
-                        if place is not None and once[target[0]] == 1:
-                            env = {**env, target[0]: place}
+                        if once[target[0]] == 1:
+                            locals_ = {**locals_, target[0]: stmt.tree}
+                            if place is not None:
+                                env = {**env, target[0]: place}
                         continue
                     if target[-1] in (CALL, SUBSCRIPT):
                         continue
                     name = target[-1]
                     found[name] = agree(found[name], place) if name in values else place
-                    values.setdefault(name, []).append((stmt.tree, env))
+                    values.setdefault(name, []).append((stmt.tree, env, locals_))
         counters = [name for name, given in values.items() if _counts_itself(name, given, found)]
         found.update(dict.fromkeys(counters, SCALAR))
         return found
 
 
-def _counts_itself(
-    name: str, given: list[tuple[Any, Env]], found: Mapping[str, str | None]
-) -> bool:
+def _counts_itself(name: str, given: list[Given], found: Mapping[str, str | None]) -> bool:
     """A counter: one assignment gives attribute `name` a number (`= 0`), and, taking it for a
-    Python number, every other keeps it one (`+= len(batch)`, `= self.done + 1`). Read against
-    the table before any counter is settled, so the answer does not depend on the order."""
+    Python number, every other keeps it one (`+= len(batch)`, `= self.done + 1`, or a local
+    bound once to such a value: `n = self.done + 1; ...; self.done = n`). Read against the
+    table before any counter is settled, so the answer does not depend on the order."""
     if found[name] is not None:
         return False
 
     def attrs(attr: str) -> str | None:
         return SCALAR if attr == name else found.get(attr)
 
-    seeded = any(tree[0] == "const" and _number(tree[1]) for tree, _ in given)
-    return seeded and all(
-        (tree[0] == "const" and _number(tree[1])) or of_tree(tree, env, {}, attrs) == SCALAR
-        for tree, env in given
-    )
+    def kept(tree: Any, env: Env, locals_: Mapping[str, Any]) -> bool:
+        if tree[0] == "const" and _number(tree[1]):
+            return True
+        # What the function's once-bound locals hold, taking the counter for a number.
+        hypothesis = dict(env)
+        for local, bound in locals_.items():
+            place = of_tree(bound, hypothesis, {}, attrs)
+            if place is not None:
+                hypothesis[local] = place
+        return of_tree(tree, hypothesis, {}, attrs) == SCALAR
+
+    seeded = any(tree[0] == "const" and _number(tree[1]) for tree, _, _ in given)
+    return seeded and all(kept(*item) for item in given)
 
 
 def _number(value: Any) -> bool:

@@ -189,10 +189,11 @@ def test_helpers_and_records_that_launch_nothing_keep_the_queue_drained(tmp_path
 
 def test_a_builtin_read_of_an_annotated_tensor_is_a_sync(tmp_path: Path):
     # `int(sel.survivors)` reads a tensor (by the field's annotation) of unknown placement: a
-    # sync, at medium confidence. It does not drain the object's other tensors: a count is
-    # often kept on the host beside device data, so `sel.tokens` may still wait. `int()` of
-    # what is not known to be a tensor reads nothing.
-    _assert_marked(
+    # sync, at medium confidence. A count is often kept on the host beside device data, so
+    # `sel.tokens` may still wait: not drained by it, but its follower (where the count is on
+    # the device the queue is empty; where it is on the host the tokens' read is the wait).
+    # `int()` of what is not known to be a tensor reads nothing.
+    findings = _assert_marked(
         tmp_path,
         """
         class Select:
@@ -203,7 +204,7 @@ def test_a_builtin_read_of_an_annotated_tensor_is_a_sync(tmp_path: Path):
         def commit(sel: Select):
             n = int(sel.survivors)  # expect
             w = int(sel.width)
-            tokens = sel.tokens[:n].tolist()  # expect
+            tokens = sel.tokens[:n].tolist()
 
         def loop(sel: Select, flag):
             while True:
@@ -213,6 +214,7 @@ def test_a_builtin_read_of_an_annotated_tensor_is_a_sync(tmp_path: Path):
         """,
         {"rounds": ["mod.loop"]},
     )
+    assert [f["text"] for f in findings[0].extra["followers"]] == ["sel.tokens[].tolist()"]
 
 
 def test_a_helper_called_right_after_a_sure_sync_finds_the_queue_drained(tmp_path: Path):
@@ -448,6 +450,38 @@ def test_a_counter_the_program_keeps_in_a_python_number_launches_nothing(tmp_pat
                     dist.barrier()
         """,
         {"rounds": ["mod.Engine.loop"]},
+    )
+
+
+def test_a_counter_stored_through_a_local_is_still_a_counter(tmp_path: Path):
+    # `new_len = self.committed + 1; ...; self.committed = new_len`: the local holds what the
+    # counter plus one gives, a Python number too, so computing it queues nothing. A local
+    # bound twice says nothing of the counter (`self.spent` may take a tensor's sum).
+    _assert_marked(
+        tmp_path,
+        """
+        class Group:
+            def __init__(self):
+                self.committed = 0
+                self.spent = 0
+
+            def step(self, ids: torch.Tensor, t: torch.Tensor):
+                torch.cuda.synchronize()  # expect
+                new_len = self.committed + 1
+                first = ids.tolist()
+                self.committed = new_len
+                cost = self.spent + 1
+                if t is not None:
+                    cost = t.sum()
+                self.spent = cost
+                again = ids.tolist()  # expect
+
+            def loop(self, ids, t):
+                while True:
+                    self.step(ids, t)
+                    dist.barrier()
+        """,
+        {"rounds": ["mod.Group.loop"]},
     )
 
 

@@ -108,7 +108,7 @@ class CallEvaluator:
             src = Src("cached", f"{name}@{frame.path}:{line}", frame.path, line)
             kept, composite = keep(every, info, src, ".".join(segs), hop)
             if composite is not None:
-                self.composites[composite.src] = composite
+                self.made(("c", composite))
             return kept
         wrapped = self.cache_wrapper(frame, targets, arg_nodes, line, hop)
         if wrapped is not None:
@@ -188,7 +188,7 @@ class CallEvaluator:
         src = Src("cached", f"{where}@{frame.path}:{line}", frame.path, line)
         kept, composite = keep(value, info, src, where, hop)
         if composite is not None:
-            self.composites[composite.src] = composite
+            self.made(("c", composite))
         return kept
 
     def term_value(self, spec, name: str, frame: Frame, line: int, hop: Hop) -> Val:
@@ -232,16 +232,16 @@ class CallEvaluator:
             if key in facts.params:
                 mapping[key] = join(mapping.get(key, EMPTY), val)
         entry = Hop(callee, record.path, info.line)
-        slot = self._new_param_in.setdefault(callee, {})
+        given = []
         for name, val in mapping.items():
             concrete = signed(self.concrete(frame, val))
             if not concrete.empty:
-                concrete = without_params(concrete).hop(entry)
-                slot[name] = join(slot.get(name, EMPTY), concrete)
+                given.append((name, without_params(concrete).hop(entry)))
+        self.made(("p", callee, tuple(given)))
         if extra_skip and info.name == "__init__":
             return EMPTY
-        result = self.result(callee)
-        summary = result.ret
+        summary = self.result(callee).ret
+        self.answered(callee, summary)
         if summary.empty:
             return EMPTY
         own = without_params(summary)
@@ -251,7 +251,7 @@ class CallEvaluator:
             src = Src("cached", callee, record.path, info.line)
             own, composite = keep(own, info_c, src, facts.returns_text, entry)
             if composite is not None:
-                self.composites[composite.src] = composite
+                self.made(("c", composite))
         own = own.hop(Hop(frame.qual, frame.path, frame_line)) if frame_line else own
         passed = substitute(only_params(summary), mapping)
         return join(own, passed)

@@ -36,10 +36,15 @@ class ConsumerRows:
 
     def consumers(self, qual: str) -> list[Row]:
         """Rows for every budget expression in `qual` whose operands carry a source."""
-        frame = self.frame(qual)
+        if qual in self._results:
+            frame = self.frame(qual)  # evaluated already as a callee: its locals afresh
+        else:
+            # So callee summaries exist for this final evaluation; its locals are those of
+            # evaluating it, now or in the round it was last evaluated (replayed: the same).
+            self.result(qual)
+            frame = self._frames.get(qual)
         if frame is None:
             return []
-        self.result(qual)  # so callee summaries exist for this final evaluation
         rows: dict[tuple[Key, int], Row] = {}
 
         def add(value: Val, line: int, compared: bool = False) -> None:

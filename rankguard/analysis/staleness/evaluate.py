@@ -7,7 +7,7 @@ extends, and the fixpoint itself is `Flows` (flow.py).
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 from rankguard.analysis.staleness.algebra import (
@@ -25,6 +25,7 @@ from rankguard.analysis.staleness.algebra import (
 )
 from rankguard.analysis.staleness.calls import NON_VALUE_ATTRS, CallEvaluator
 from rankguard.analysis.staleness.facts import Frame, Result, access_path, load_facts, pattern_names
+from rankguard.analysis.staleness.trace import Entry, Trace
 from rankguard.catalogs.caching import caching_catalog
 from rankguard.catalogs.driver_terms import TermCatalog
 from rankguard.model.program import Program
@@ -56,7 +57,38 @@ class Evaluator(CallEvaluator):
         self._new_param_in: dict[str, dict[str, Val]] = {}
         self._new_attrs: dict[tuple[str, str], Val] = {}
         self._new_globals: dict[tuple[str, str], Val] = {}
-        self.evaluated = 0
+        self.evaluations: Counter[str] = Counter()  # per function, replays not counted
+        self._traces: dict[str, Trace] = {}  # each function's last evaluation
+        self._stack: list[Trace] = []  # the evaluations in progress, innermost last
+        self._stamps: dict[tuple[str, Any], int] = {}  # table entry -> round it last changed
+        self._seen = 0  # the rounds whose table changes an evaluation started now sees
+
+    # -- what an evaluation reads and writes (trace.py) -----------------------------------
+    def read(self, table: str, key: Any) -> None:
+        if self._stack:
+            self._stack[-1].reads.add((table, key))
+
+    def answered(self, callee: str, ret: Val) -> None:
+        if self._stack:
+            self._stack[-1].log.append(("r", callee, ret))
+
+    def made(self, entry: Entry) -> None:
+        """Make a write of the evaluation in progress, and note it in its trace."""
+        self.apply(entry)
+        if self._stack:
+            self._stack[-1].log.append(entry)
+
+    def apply(self, entry: Entry) -> None:
+        tag = entry[0]
+        if tag == "c":
+            self.composites[entry[1].src] = entry[1]
+        elif tag == "p":
+            slot = self._new_param_in.setdefault(entry[1], {})
+            for name, val in entry[2]:
+                slot[name] = join(slot.get(name, EMPTY), val)
+        else:
+            table = self._new_attrs if tag == "a" else self._new_globals
+            table[entry[1]] = join(table.get(entry[1], EMPTY), entry[2])
 
     # -- facts and indexes --------------------------------------------------------------
     def fn_facts(self, qual: str) -> FnArith | None:
@@ -240,7 +272,9 @@ class Evaluator(CallEvaluator):
                 found = self.local(frame, head)
                 if found is not None:
                     return found
-            return self.globals.get((frame.record.module, head), EMPTY)
+            key = (frame.record.module, head)
+            self.read("g", key)
+            return self.globals.get(key, EMPTY)
         if frame.me is not None and segs == (frame.me,):
             return EMPTY
         base = self.ref(frame, segs[:-1]) if segs[:-1] != (frame.me,) else EMPTY
@@ -254,6 +288,7 @@ class Evaluator(CallEvaluator):
         class family, or the property's return."""
         value = EMPTY
         for member in sorted(self.family(cls)):
+            self.read("a", (member, attr))
             value = join(value, self.attrs.get((member, attr), EMPTY))
         for owner in self.p.mro(cls):
             method = self.p.classes[owner].methods.get(attr)

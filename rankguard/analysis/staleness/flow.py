@@ -38,6 +38,7 @@ from rankguard.analysis.staleness.facts import (
     pattern_names,
     walk,
 )
+from rankguard.analysis.staleness.trace import Trace
 from rankguard.core.chains import Hop
 from rankguard.core.errors import ErrorRecord
 from rankguard.model.load import paused_gc
@@ -119,6 +120,7 @@ class Flows(Evaluator, ConsumerRows):
         rounds = 0
         while rounds < _MAX_ROUNDS:
             rounds += 1
+            self._seen = rounds - 1
             self._results = {}
             self._new_param_in = {}
             self._new_attrs = {}
@@ -127,14 +129,15 @@ class Flows(Evaluator, ConsumerRows):
                 self.result(qual)
             changed = False
             grown = set(relevant)
-            for table, new in (
-                (self.attrs, self._new_attrs),
-                (self.globals, self._new_globals),
+            for tag, table, new in (
+                ("a", self.attrs, self._new_attrs),
+                ("g", self.globals, self._new_globals),
             ):
                 for key, val in new.items():
                     merged = join(table.get(key, EMPTY), val)
                     if merged != table.get(key):
                         table[key] = merged
+                        self._stamps[(tag, key)] = rounds
                         changed = True
             for qual, params in self._new_param_in.items():
                 slot = self.param_in.setdefault(qual, {})
@@ -142,6 +145,7 @@ class Flows(Evaluator, ConsumerRows):
                     merged = join(slot.get(name, EMPTY), val)
                     if merged != slot.get(name):
                         slot[name] = merged
+                        self._stamps[("p", qual)] = rounds
                         changed = True
                 if any(not v.empty for v in slot.values()):
                     grown.add(qual)
@@ -169,11 +173,12 @@ class Flows(Evaluator, ConsumerRows):
             if not changed:
                 break
         analysis = Analysis(errors=list(self.errors), rounds=rounds)
+        self._seen = rounds
         self._results = {}
         for qual in sorted(relevant):
             analysis.rows.extend(self.consumers(qual))
         analysis.composites = dict(self.composites)
-        analysis.evaluated = self.evaluated
+        analysis.evaluated = sum(self.evaluations.values())
         if rounds >= _MAX_ROUNDS:
             analysis.errors.append(
                 ErrorRecord(self.p.root, f"staleness: no fixpoint after {_MAX_ROUNDS} rounds")
@@ -182,16 +187,50 @@ class Flows(Evaluator, ConsumerRows):
 
     # -- one function ---------------------------------------------------------------------
     def result(self, qual: str) -> Result:
-        """Evaluate a function's events once per round: its return summary, stores, args."""
+        """Evaluate a function's events once per round: its return summary, stores, args; or
+        replay its last evaluation where nothing it read has changed since (trace.py)."""
         found = self._results.get(qual)
         if found is not None:
             return found  # finished, or in progress (a recursive call: nothing yet)
         result = self._results[qual] = Result()
+        trace = self._traces.get(qual)
+        if trace is not None and self._replayed(trace):
+            result.ret = trace.ret
+            result.done = True
+            return result
         frame = self.frame(qual)
         if frame is None:
             result.done = True
             return result
-        self.evaluated += 1
+        self.evaluations[qual] += 1
+        trace = Trace(self._seen)
+        self._stack.append(trace)
+        try:
+            ret = self._evaluate(frame)
+        finally:
+            self._stack.pop()
+        result.ret = trace.ret = self.one_term_per_spec(signed(ret))
+        result.done = True
+        self._traces[qual] = trace
+        return result
+
+    def _replayed(self, trace: Trace) -> bool:
+        """Whether an evaluation still holds (no table entry it read changed since, and every
+        callee, asked again in order, returns what it returned then); its writes are made
+        again on the way."""
+        stamps = self._stamps
+        if any(stamps.get(key, 0) > trace.seen for key in trace.reads):
+            return False
+        for entry in trace.log:
+            if entry[0] != "r":
+                self.apply(entry)
+                continue
+            ret = self.result(entry[1]).ret
+            if ret is not entry[2] and ret != entry[2]:
+                return False
+        return True
+
+    def _evaluate(self, frame: Frame) -> Val:
         ret = EMPTY
         for event in frame.facts.events:
             tag, line = event[0], event[1]
@@ -210,9 +249,7 @@ class Flows(Evaluator, ConsumerRows):
                         else:
                             stored = access_path(value, (*access, "*"))
                         self.store(frame, segs, stored, line, event[4])
-        result.ret = self.one_term_per_spec(signed(ret))
-        result.done = True
-        return result
+        return ret
 
     def one_term_per_spec(self, ret: Val) -> Val:
         """Terms of one catalog entry returned from several call sites of one function (its
@@ -235,6 +272,7 @@ class Flows(Evaluator, ConsumerRows):
 
     def concrete(self, frame: Frame, val: Val) -> Val:
         """A value with the function's parameters replaced by what its callers pass."""
+        self.read("p", frame.qual)
         return substitute(val, self.param_in.get(frame.qual, {}))
 
     def store(self, frame: Frame, segs: tuple[str, ...], value: Val, line: int, tag) -> None:
@@ -255,7 +293,7 @@ class Flows(Evaluator, ConsumerRows):
             # Module state outlives the round: a term stored there is read back stale.
             tag = tag or ("global", f"module global `{name}`", where)
             value = self._keep(value, tag, where, frame, line, hop)
-            self._new_globals[key] = join(self._new_globals.get(key, EMPTY), value)
+            self.made(("g", key, value))
             return
         classes = self.instance_classes(frame, segs[:-1])
         if not classes:
@@ -269,13 +307,12 @@ class Flows(Evaluator, ConsumerRows):
             # Named after the class whose code keeps it (the mixin), not the annotated `self`.
             where = f"{own or cls}.{segs[-1]}"
             kept = self._keep(value, tag, where, frame, line, hop) if tag is not None else value
-            key = (cls, segs[-1])
-            self._new_attrs[key] = join(self._new_attrs.get(key, EMPTY), kept)
+            self.made(("a", (cls, segs[-1]), kept))
 
     def _keep(self, value: Val, tag, where: str, frame: Frame, line: int, hop: Hop) -> Val:
         kind, detail, text = tag
         info = CacheInfo(kind, where, frame.path, line, detail)
         kept, composite = keep(value, info, Src("cached", where, frame.path, line), text, hop)
         if composite is not None:
-            self.composites[composite.src] = composite
+            self.made(("c", composite))
         return kept
