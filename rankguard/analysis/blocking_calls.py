@@ -55,8 +55,10 @@ class CallClassifier:
         self.cadence_helpers = tuple(cadence_helpers)
         self._property_names: frozenset[str] | None = None
         self._property_memo: dict[tuple[str, Segs], tuple[str, ...]] = {}
+        functions = program.functions.items()
         self.placement = AttributePlacement(
-            {name: record.info.body for name, record in program.functions.items()}
+            {name: record.info.body for name, record in functions},
+            {name: frozenset(p.name for p in record.info.params) for name, record in functions},
         )
 
     # -- model lookups -------------------------------------------------------------------------

@@ -71,10 +71,11 @@ class BlockingCall:
 
     @property
     def rank(self) -> tuple[bool, bool, bool]:
-        """Lower is the better path to show: one that needs a round fact to change is less
-        likely than one that needs only a skipped validation, which a launch may do; a path
-        where the call waits by itself is better than one where an earlier sync drained."""
-        return (bool(self.doubt), bool(self.skipped), bool(self.drained_by))
+        """Lower is the better path to show: first one where the call waits by itself (where
+        an earlier sync drained the queue it is that one's follower, `drained_by`); then one
+        that needs no round fact to change, less likely than one that needs only a skipped
+        validation, which a launch may do."""
+        return (bool(self.drained_by), bool(self.doubt), bool(self.skipped))
 
     def below(self, hop: Hop, cadence: str | None) -> BlockingCall:
         return copied(self, chain=(hop, *self.chain), cadenced=self.cadenced or cadence)

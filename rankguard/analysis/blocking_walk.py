@@ -39,8 +39,11 @@ from rankguard.analysis.drained import (
     assigned,
     dominated,
     drained_into,
+    launched,
     marked,
+    marks,
     maybe_drained,
+    maybe_ran,
 )
 from rankguard.analysis.memo import building, past_return
 from rankguard.analysis.narrowing import class_test
@@ -312,10 +315,12 @@ class Walk:
             # A call on a side of `x if c else y` (or past `a and`) the facts exclude: not run.
             excluded = any(self.a.infeasible(c, side, state.known) for c, side in call.under)
             if not call.deferred and not excluded:
-                ran = state.ran
+                before = state
                 state = self.call(call, calls, state, guards, cadence, advance, phase)
-                if state.ran is not ran and self.may_skip(call, state):
-                    state = state.evolve(ran=ran)  # `a and f()`, `[f(x) for x in xs]`
+                changed = state.ran is not before.ran or marks(state) != marks(before)
+                if changed and self.may_skip(call, state):
+                    # `a and f()`, `[f(x) for x in xs]`: what it ran, or drained, is not sure
+                    state = maybe_ran(before, state.evolve(ran=before.ran))
         return state
 
     def may_skip(self, call: CallSite, state: State) -> bool:
@@ -389,6 +394,8 @@ class Walk:
             return state
         for ref in stmt.reads:
             for name in self.a.classify.property_targets(self.record, ref):
+                if not self.a.launches.quiet_function(name):
+                    state = launched(state)  # what it queues undoes a drain before it
                 state = self.enter(name, state, Hop(self.fn, self.record.path, stmt.line), cadence)
         return state
 

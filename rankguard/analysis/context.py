@@ -17,6 +17,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache, partial
 from typing import Any
 
+from rankguard.analysis.call_sites import (
+    BoundAt,
+    Passed,
+    bound_at,
+    dotted,
+    literal_truth,
+    passed_arguments,
+)
 from rankguard.analysis.doubts import SKIPPABLE, passed_on, shaky_facts, shaky_of
 from rankguard.analysis.hardware import StoredProbes
 from rankguard.analysis.narrowing import class_test
@@ -30,7 +38,6 @@ from rankguard.catalogs.rank_sources import rank_source_catalog
 from rankguard.model.facts import (
     UNKNOWN,
     Cond,
-    Symbol,
     assume,
     complemented,
     evaluate,
@@ -46,15 +53,12 @@ from rankguard.summary.ir import (
     CALL,
     SUBSCRIPT,
     CallSite,
-    Param,
     Segs,
     Stmt,
     walk_statements,
 )
 
 _ARGUMENT = "<argument>"  # a root no Python name can be, while a fact is moved to a parameter
-Passed = dict[str, tuple[str, str]]  # parameter -> (literal key, argument text)
-BoundAt = tuple[dict[Cond, Any], tuple[tuple[str, Segs], ...]]  # `bound_at`
 
 
 class RoundContext:
@@ -304,8 +308,12 @@ class RoundContext:
         facts.update(self.aliased(record, known))
         facts.update(self.invariants(record))
         if call is not None:
-            fixed, plain = self.call_site(record, call)[1]
+            fixed, plain, negated = self.call_site(record, call)[1]
             facts.update(fixed)
+            for name, segs in negated:  # `f(wait=not overlap)` where the caller knows `overlap`
+                truth = known.get(("ref", segs), UNKNOWN)
+                if literal_truth(truth) and self._settled_reads(("ref", segs)):
+                    facts[("ref", (name,))] = not truth
             shaky = shaky_of(known) if plain else {}  # asked on every entry: scan only if needed
             for name, segs in plain:  # a fact on an attribute only where nothing reassigns it
                 restated = _restated(known, segs, name)
@@ -339,66 +347,6 @@ class RoundContext:
             for resolved in self.program.calls[caller]:
                 if any(t.name == name and t.kind == "call" for t in resolved.targets):
                     yield self.program.functions[caller], resolved.call
-
-
-def _params(callee: FunctionRecord, call: CallSite) -> list[Param]:
-    """The parameters the call's arguments fill. A method's `self` is filled by the receiver,
-    or by the bound method a bare name holds (`fn = self.process; fn(batch)`), except where
-    the call names the class and passes the instance itself (`Base.method(self, batch)`)."""
-    params = list(callee.info.params)
-    info = callee.info
-    if info.cls is None or not params or params[0].name not in ("self", "cls"):
-        return params
-    if info.decorated("staticmethod"):
-        return params
-    via_class = len(call.target) >= 2 and call.target[-2][:1].isupper() and call.target[0] != SELF
-    if via_class and info.name != "__init__" and not info.decorated("classmethod"):
-        return params
-    return params[1:]
-
-
-def passed_arguments(callee: FunctionRecord, call: CallSite) -> Passed:
-    """Parameter name -> (literal key, argument text) for each argument the call passes."""
-    out: dict[str, tuple[str, str]] = {}
-    for index, param in enumerate(_params(callee, call)):
-        if param.name.startswith("*") or index >= len(call.args):
-            break
-        if call.args[index].startswith("*"):
-            return {}  # `f(*args)`: positions unknown from here on
-        out[param.name] = (str(index), call.args[index])
-    for key, text in call.kwargs:
-        if key != "**":
-            out[key] = (key, text)
-    return out
-
-
-def bound_at(callee: FunctionRecord, call: CallSite, passed: Passed) -> BoundAt:
-    """What the call site alone says of `callee`'s parameters on entry: literal arguments and
-    the literal defaults of those it leaves out; and the parameters filled by a plain reference
-    (`f(self.batch)`), with its segments, for what the caller knows of it (`entry_facts`).
-    `passed`: `passed_arguments(callee, call)`."""
-    starred = any(a.startswith("*") for a in call.args) or any(k == "**" for k, _ in call.kwargs)
-    literal = dict(call.literals)
-    out: dict[Cond, Any] = {}
-    named: set[str] = set()
-    for param in _params(callee, call):
-        if param.name.startswith("*"):
-            break
-        named.add(param.name)
-        if param.name in passed:
-            key, text = passed[param.name]
-            if key in literal:
-                out[("ref", (param.name,))] = literal[key]
-            elif _constant_name(text):
-                out[("ref", (param.name,))] = Symbol(text)
-        elif not starred and param.literal:
-            out[("ref", (param.name,))] = param.literal[0]
-    plain = []
-    for name, (key, text) in passed.items():
-        segs = dotted(text)
-        if name in named and key not in literal and not _constant_name(text) and segs:
-            plain.append((name, segs))
-    return out, tuple(plain)
 
 
 def _restated(known: Mapping[Cond, Any], segs: Segs, param: str) -> dict[Cond, Any]:
@@ -458,18 +406,6 @@ def _getter(segs: tuple[str, ...]) -> bool:
 def _global(cond: Cond) -> bool:
     found = list(refs(cond))
     return bool(found) and all(_getter(segs) for segs in found)
-
-
-def dotted(text: str) -> Segs | None:
-    """`w`, `self.batch`: an argument's text that is a plain reference, as segments."""
-    parts = tuple(text.split("."))
-    return parts if all(p.isidentifier() for p in parts) else None
-
-
-def _constant_name(text: str) -> bool:
-    """`zmq.NOBLOCK`, `Mode.DECODE`: a dotted name ending in an upper-case constant."""
-    parts = text.split(".")
-    return len(parts) >= 2 and all(p.isidentifier() for p in parts) and parts[-1].isupper()
 
 
 def _aliases(body: Sequence[Stmt]) -> dict[str, tuple[str, ...]]:

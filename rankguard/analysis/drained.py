@@ -37,6 +37,7 @@ DRAINED: Cond = ("drained",)
 SYNCED: Cond = ("synced",)
 _SYNC = "device-sync"
 _TENSOR_READ = ("torch.Tensor.", "int(tensor)")
+_DEVICE_SYNC = "torch.cuda.synchronize"
 # Calls that run on the host only and launch nothing on the device.
 _HOST_BUILTINS = frozenset(
     (
@@ -59,8 +60,8 @@ def dominated(blocking: BlockingCall, call: CallSite, known: Mapping[Cond, Any])
     """A device sync with nothing queued since the last one on every path here, for what its
     tensor lives with (its receiver computed by an operator, `(a @ b).item()`, queues that
     work first)."""
-    if blocking.kind != _SYNC or operates(call.receiver):
-        return False
+    if not blocking.callee.startswith(_TENSOR_READ) or operates(call.receiver):
+        return False  # a stream, an event or the device may wait for a side stream's work
     drained = known.get(DRAINED)
     if drained is True:
         return True
@@ -129,8 +130,8 @@ def after(blocking: BlockingCall | None, call: CallSite, quiet: bool, state: Sta
     """The state past `call` (`blocking` if it is one; `quiet`: it launches no device work,
     `analysis.launches`): drained by a sync, no longer drained by a call that may launch."""
     if blocking is not None and blocking.kind == _SYNC:
-        if blocking.doubt or state.known.get(DRAINED) is True:
-            return state
+        if blocking.doubt or state.known.get(DRAINED) is True or not _drains(blocking):
+            return state  # a stream's or an event's wait launches nothing, and drains no queue
         if blocking.confidence == "high":
             return state.evolve(known={**state.known, DRAINED: True})
         known = dict(state.known)
@@ -146,9 +147,34 @@ def after(blocking: BlockingCall | None, call: CallSite, quiet: bool, state: Sta
         if roots:
             known[DRAINED] = roots
         return state.evolve(known=known)
-    if not marked(state.known) or quiet:
-        return state
-    return _undrained(state)
+    return state if quiet else launched(state)
+
+
+def _drains(blocking: BlockingCall) -> bool:
+    """A read of a tensor (it waits for the queue its tensor is computed on) or a wait for
+    the whole device; an event waits only for its recorded point, a stream for its own queue
+    (a side stream's work is not the current one's)."""
+    return blocking.callee.startswith(_TENSOR_READ) or blocking.callee == _DEVICE_SYNC
+
+
+def marks(state: State) -> tuple[Any, Any]:
+    """What the path says of the queue: `DRAINED` and `SYNCED` (None where unset)."""
+    return state.known.get(DRAINED), state.known.get(SYNCED)
+
+
+def maybe_ran(before: State, past: State) -> State:
+    """Past a call the path may skip (`a and x.tolist()`): a mark holds only where it held
+    both before the call and past it."""
+    kept = {k: v for k, v in past.known.items() if k not in (DRAINED, SYNCED)}
+    for cond in (DRAINED, SYNCED):
+        if cond in past.known and before.known.get(cond) == past.known[cond]:
+            kept[cond] = past.known[cond]
+    return past.evolve(known=kept)
+
+
+def launched(state: State) -> State:
+    """The state past something that may launch work: no sync came last."""
+    return _undrained(state) if marked(state.known) else state
 
 
 def drained_into(call: CallSite, known: Mapping[Cond, Any]) -> dict[Cond, Any]:

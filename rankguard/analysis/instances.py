@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from rankguard.analysis.context import passed_arguments
+from rankguard.analysis.call_sites import passed_arguments
 from rankguard.analysis.precision import lone_call, producer
 from rankguard.analysis.stability import CONSTRUCTORS, Stability
 from rankguard.model.facts import FALSY, TRUTHY, UNKNOWN, Cond

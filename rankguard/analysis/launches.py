@@ -74,6 +74,11 @@ class Launches:
         functions = [t.name for t in inside if t.name in program.functions]
         return all(self._quiet_function(name, depth + 1) for name in functions)
 
+    def quiet_function(self, name: str) -> bool:
+        """Nothing the program function `name` may run launches device work (a property
+        read runs one with no call in the source)."""
+        return self._quiet_function(name, 0)
+
     def _quiet_function(self, name: str, depth: int) -> bool:
         found = self._quiet.get(name)
         if found is not None:

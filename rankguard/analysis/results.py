@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from rankguard.analysis.context import bound_at, dotted, passed_arguments
+from rankguard.analysis.call_sites import bound_at, dotted, passed_arguments
 from rankguard.model.facts import Cond, Symbol, member, refs, rename
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CallSite, Segs, Stmt, walk_statements

@@ -307,8 +307,13 @@ class AttributePlacement:
     only `self.done += len(batch)`) reads itself: it is a Python number if it is one wherever
     it is taken to be one, checked per attribute."""
 
-    def __init__(self, bodies: Mapping[str, tuple[Stmt, ...]]) -> None:
+    def __init__(
+        self,
+        bodies: Mapping[str, tuple[Stmt, ...]],
+        params: Mapping[str, frozenset[str]] | None = None,
+    ) -> None:
         self._bodies = bodies
+        self._params = params or {}  # each function's parameters: bound on entry
         self._attrs: dict[str, str | None] | None = None
 
     def attribute(self, name: str) -> str | None:
@@ -325,19 +330,23 @@ class AttributePlacement:
     def _index(self) -> dict[str, str | None]:
         found: dict[str, str | None] = {}
         values: dict[str, list[Given]] = {}  # name -> what each assignment gives it
-        for body in self._bodies.values():
-            assigns = [s for s in _flat(body) if s.kind == "assign" and s.tree]
+        for function, body in self._bodies.items():
+            flat = _flat(body)
+            assigns = [s for s in flat if s.kind == "assign" and s.tree]
             once = Counter(t[0] for s in assigns for t in s.targets if len(t) == 1)
+            # Bound once by any statement (a `for` or `with` target binds too), never on entry.
+            single = Counter(t[0] for s in flat for t in s.targets if len(t) == 1)
+            single.update(self._params.get(function, ()))
             env: dict[str, str] = {}
             locals_: dict[str, Any] = {}  # locals bound once, each to its tree
             for stmt in assigns:
                 place = of_tree(stmt.tree, env, {}, lambda _: None)
                 for target in stmt.targets:
                     if len(target) == 1:
-                        if once[target[0]] == 1:
+                        if single[target[0]] == 1:
                             locals_ = {**locals_, target[0]: stmt.tree}
-                            if place is not None:
-                                env = {**env, target[0]: place}
+                        if place is not None and once[target[0]] == 1:
+                            env = {**env, target[0]: place}
                         continue
                     if target[-1] in (CALL, SUBSCRIPT):
                         continue

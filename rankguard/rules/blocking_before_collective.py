@@ -8,7 +8,7 @@ edge holds only in some configurations, so it is listed, not headlined, when a s
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, ClassVar
 
 from rankguard.analysis.blocking import Pair
@@ -18,6 +18,8 @@ from rankguard.core import progress
 from rankguard.core.chains import chain_json, chain_key
 from rankguard.core.findings import Finding, fingerprint
 from rankguard.rules.base import Example, Invalid, Rule, RuleContext, Valid
+from rankguard.rules.codes import alias_table
+from rankguard.rules.engine import suppression
 
 _HEAD = """\
 import gc, queue, subprocess, threading, time
@@ -170,13 +172,19 @@ class BlockingBeforeCollective(Rule):
         # iteration i+1's first one, so the tail is reported unless a caller turns it off.
         include_tail = bool(context.options.get("include_round_tail", True))
         rounds = list(context.rounds)
+        by_path = {m.path: m.summary for m in context.program.modules.values()}
+        names = alias_table([type(self)])
+
+        def silenced(finding: Finding) -> bool:
+            return suppression(by_path, finding, names) is not None
+
         for number, rnd in enumerate(rounds, 1):
             progress.current().advance(0, note=f"{self.name}: round {number}/{len(rounds)}")
             regions = analysis.regions(rnd, include_tail)
             grouped: dict[Key, list[Pair]] = {}
             for pair in regions.pairs:
                 grouped.setdefault(pair.blocking.key, []).append(pair)
-            yield from _findings(self.name, rnd.function.qualname, grouped, regions.every)
+            yield from _findings(self.name, rnd.function.qualname, grouped, regions.every, silenced)
         analysis.forget_summaries()  # every round is walked; the next rules need only facts
 
 
@@ -185,33 +193,44 @@ def _findings(
     round_name: str,
     grouped: dict[Key, list[Pair]],
     every: frozenset[CollectiveSite],
+    silenced: Callable[[Finding], bool],
 ) -> Iterator[Finding]:
-    """One finding per blocking call site, but a sync that an earlier one drained on every
-    path found (`BlockingCall.drained_by`) is that one's follower: one wait, listed once."""
+    """One finding per blocking call site, but a sync that one earlier sync drained on every
+    path found (`BlockingCall.drained_by`) is that one's follower: one wait, listed once. A
+    follower of a finding a suppression silences is a finding of its own (the suppressed one
+    may read the host, and then the follower is the wait)."""
     heads = {_headline(pairs, every).blocking.place: pairs for pairs in grouped.values()}
+    hosts = {key: _drained_into(pairs, heads) for key, pairs in grouped.items()}
+    for key, host in hosts.items():
+        if host is not None and silenced(_finding(rule, round_name, heads[host], every, [])):
+            hosts[key] = None
     followers: dict[str, list[BlockingCall]] = {}
-    for pairs in grouped.values():
-        host = _drained_into(pairs, heads)
+    for key, host in hosts.items():
         if host is not None:
-            followers.setdefault(host, []).append(_headline(pairs, every).blocking)
-    for pairs in grouped.values():
-        if _drained_into(pairs, heads) is None:
+            followers.setdefault(host, []).append(_headline(grouped[key], every).blocking)
+    for key, pairs in grouped.items():
+        if hosts[key] is None:
             place = _headline(pairs, every).blocking.place
             yield _finding(rule, round_name, pairs, every, followers.get(place, []))
 
 
 def _drained_into(pairs: list[Pair], heads: dict[str, list[Pair]]) -> str | None:
     """The place of the reported sync that drained the queue for this one on every path
-    found (through syncs drained in turn), if there is one."""
+    found, the same one on each (through syncs drained in turn), if there is one; none where
+    the chain of them comes back round to a sync already on it."""
     host: str | None = None
-    seen: set[str] = set()
-    while all(p.blocking.drained_by for p in pairs):
-        earlier = pairs[0].blocking.drained_by
-        if earlier not in heads or earlier in seen:
-            break
-        seen.add(earlier)
-        host, pairs = earlier, heads[earlier]
-    return host
+    seen = {pairs[0].blocking.place}
+    while True:
+        earlier = {p.blocking.drained_by for p in pairs}
+        if len(earlier) != 1 or "" in earlier:
+            return host
+        (place,) = earlier
+        if place in seen:
+            return None  # syncs draining one another round a cycle: none is folded
+        if place not in heads:
+            return host
+        seen.add(place)
+        host, pairs = place, heads[place]
 
 
 def _headline(pairs: list[Pair], every: frozenset[CollectiveSite]) -> Pair:

@@ -65,7 +65,7 @@ def _locations(finding: Finding) -> list[tuple[str, int]]:
     return out
 
 
-def _suppression(
+def suppression(
     by_path: dict[str, FileSummary], finding: Finding, names: dict[str, str]
 ) -> tuple[str, int, str] | None:
     """`names`: every spelling of a rule (name, code, old name) -> its current name."""
@@ -125,7 +125,7 @@ def run_rules(
     by_path = {m.path: m.summary for m in program.modules.values()}
     names = alias_table(rules)
     for finding in unique_fingerprints(found):
-        hit = _suppression(by_path, finding, names)
+        hit = suppression(by_path, finding, names)
         if hit is None:
             result.findings.append(finding)
         else:

@@ -437,3 +437,31 @@ def test_calling_a_torch_module_runs_its_forward(tmp_path: Path):
         """,
         {"rounds": ["mod.Runner.loop"]},
     )
+
+
+def test_a_negated_argument_is_the_opposite_of_what_the_caller_knows(tmp_path: Path):
+    # `overlap=True` at the call, then `wait_on_reqs=(not overlap)`: the callee's parameter is
+    # false there, so its branch that asserts it is infeasible and the sync under the same
+    # config test is not reached. Where the caller does not know `overlap`, nothing is said.
+    (finding,) = _assert_marked(
+        tmp_path,
+        """
+        def communicate(config, wait_on_reqs):
+            if config.batch:
+                assert wait_on_reqs
+            if config.batch and config.sync:
+                torch.cuda.synchronize()  # expect
+
+        def send_recv(config, overlap=False):
+            communicate(config, wait_on_reqs=(not overlap))
+
+        def loop(config, flag):
+            while True:
+                send_recv(config, overlap=True)
+                send_recv(config, overlap=flag)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
+    (loop_call,) = [hop for hop in finding.extra["chain"] if hop["function"] == "mod.loop"]
+    assert loop_call["line"] == finding.line + 8  # through `overlap=flag` only

@@ -392,10 +392,11 @@ def test_waiting_for_an_event_launches_nothing(tmp_path: Path):
 
 
 def test_reading_an_events_timing_launches_nothing(tmp_path: Path):
-    # After `end.synchronize()` the queue is empty; `start.elapsed_time(end)` and a `query()`
-    # read what the events hold on the host, and `record()` queues a marker, no kernel: the
-    # helper's sync and the later ones find nothing to wait for. A call the model cannot see
-    # into still may launch.
+    # After `y.tolist()` the queue is empty; `start.elapsed_time(end)` and a `query()` read
+    # what the events hold on the host, `record()` queues a marker, no kernel, and waiting for
+    # an event launches nothing: the helper's sync and the later ones find nothing to wait
+    # for. The event's own wait is a finding (its stream may be a side stream with work of
+    # its own). A call the model cannot see into still may launch.
     _assert_marked(
         tmp_path,
         """
@@ -406,11 +407,12 @@ def test_reading_an_events_timing_launches_nothing(tmp_path: Path):
             start.record()
             y = torch.ones(n, device="cuda") * 2
             end.record()
-            end.synchronize()  # expect
+            first = y.tolist()  # expect
             took = start.elapsed_time(end) / 1e3
             done = end.query()
+            end.synchronize()  # expect
             consume(y)
-            first = y.tolist()
+            second = y.tolist()
             other.launch()
             again = y.tolist()  # expect
 
