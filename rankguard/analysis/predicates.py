@@ -9,8 +9,10 @@ the receiver, a parameter the reference the call passes (`results.at_call`), a l
 once what it was bound to; what would name something else at the call (a module global of the
 helper's, a local bound to a call, a value a call makes afresh) is unknown there.
 
-Only what can be seen whole is expanded: a helper that is one `return` after locals bound once,
-whose test reads no parameter the call passes nothing plain for, where exactly one function
+A parameter the call leaves out is its literal default there, a literal argument its value
+(`mode.is_extend()` with `def is_extend(self, draft=False)`), and one the call passes anything
+else for unknown, which leaves the rest of the test to decide. Only what can be seen whole is
+expanded: a helper that is one `return` after locals bound once, where exactly one function
 can run (a call several overrides may answer, a generator, a coroutine, a decorated helper or
 one returning a constant stays a call of unknown truth, and a platform probe is left to the
 platform catalog). Helpers inside the test are expanded the same way, a few levels

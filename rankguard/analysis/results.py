@@ -21,9 +21,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
-from rankguard.analysis.call_sites import dotted, passed_arguments
-from rankguard.model.facts import Cond, member, refs, rename
+from rankguard.analysis.call_sites import bound_at, dotted, passed_arguments
+from rankguard.model.facts import Cond, Symbol, member, refs, rename
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CallSite, Segs, Stmt, walk_statements
 
@@ -55,21 +56,55 @@ def none_tests(name: str) -> dict[Cond, bool]:
 
 def at_call(callee: FunctionRecord, call: CallSite, conds: Iterable[Cond]) -> list[Cond]:
     """The conditions restated in the caller's terms: each parameter becomes the reference
-    the call passes for it, `self` the receiver."""
+    the call passes for it, `self` the receiver; a literal argument, or the literal default of
+    a parameter the call leaves out, its value (`bound_at`). A parameter the call passes
+    anything else for (`f(bool(x))`, `f(*args)`) is unknown where the condition reads it,
+    which leaves the rest of the condition to decide (`x == A or (p and x == B)`)."""
     passed = passed_arguments(callee, call)
-    arguments = {p: segs for p, (_, t) in passed.items() if (segs := dotted(t)) is not None}
+    fixed = {ref[1][0]: value for ref, value in bound_at(callee, call, passed)[0].items()}
+    arguments = {
+        p: segs
+        for p, (_, t) in passed.items()
+        if p not in fixed and (segs := dotted(t)) is not None
+    }
     receiver = dotted(".".join(call.target[:-1])) if len(call.target) >= 2 else None
     if callee.info.cls is not None and receiver is not None:
         arguments.setdefault("self", receiver)
+    marks = {_MARK.format(p): _valued(v) for p, v in fixed.items()}
     out: list[Cond] = []
     for cond in conds:
-        roots = {segs[0] for segs in refs(cond)} - {_MARK.format(p) for p in arguments}
-        if any(r.startswith("<parameter:") for r in roots):
-            continue  # reads a parameter the call passes nothing plain for
         for param, segs in arguments.items():
             cond = rename(cond, (_MARK.format(param),), segs)
-        out.append(cond)
+        out.append(_bound(cond, marks))
     return out
+
+
+def _valued(value: Any) -> Cond:
+    """A parameter's value as a condition: a member (`Mode.DECODE`) is read as its reference."""
+    return ("ref", tuple(value.name.split("."))) if isinstance(value, Symbol) else ("const", value)
+
+
+def _bound(cond: Cond, marks: Mapping[str, Cond]) -> Cond:
+    """`cond` with each marked parameter read as its value in `marks`, and unknown where it
+    has none here (or where the condition reads past it: `p.x` of a literal `p`)."""
+    tag = cond[0] if cond else "other"
+    if tag == "ref":
+        root = cond[1][0]
+        if not root.startswith("<parameter:"):
+            return cond
+        return marks.get(root, _OTHER) if len(cond[1]) == 1 else _OTHER
+    if tag == "call":
+        if cond[1][0].startswith("<parameter:") or len(cond) > 4:
+            return _OTHER
+        args = tuple(_bound(a, marks) for a in cond[2])
+        return ("call", cond[1], args, tuple((k, _bound(v, marks)) for k, v in cond[3]))
+    if tag == "not":
+        return ("not", _bound(cond[1], marks))
+    if tag in ("and", "or"):
+        return (tag, tuple(_bound(p, marks) for p in cond[1]))
+    if tag == "cmp":
+        return ("cmp", cond[1], tuple(_bound(p, marks) for p in cond[2]))
+    return cond
 
 
 def _conditions(record: FunctionRecord) -> tuple[Cond, ...]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.check.test_blocking import _run
+from tests.check.test_blocking import _assert_marked, _run
 from tests.check.test_feasible_paths import _ELASTIC_EP_VALIDATED
 
 _RUNNER = """
@@ -107,3 +107,46 @@ def test_a_decorated_helper_decides_nothing(tmp_path: Path):
     )
     assert "@overridable" in runner
     assert _rounds(tmp_path, runner) == ["event_loop_normal", "event_loop_pp"]
+
+
+_MODE_TESTS = """
+    from dataclasses import dataclass
+    from enum import IntEnum, auto
+
+    class Mode(IntEnum):
+        EXTEND = auto()
+        IDLE = auto()
+        DRAFT = auto()
+
+        def is_extend(self, include_draft: bool = False):
+            return self == Mode.EXTEND or (include_draft and self == Mode.DRAFT)
+
+    @dataclass
+    class Batch:
+        mode: Mode
+
+    def run(batch: Batch, flag):
+        if batch.mode == Mode.DRAFT:
+            if batch.mode.is_extend():
+                time.sleep(1)
+            if batch.mode.is_extend(include_draft=True):
+                time.sleep(2)  # expect
+            if batch.mode.is_extend(include_draft=bool(flag)):
+                time.sleep(3)  # expect
+        if batch.mode == Mode.IDLE:
+            if batch.mode.is_extend(include_draft=bool(flag)):
+                time.sleep(4)
+
+    def loop():
+        while True:
+            run(recv(), recv())
+            dist.barrier()
+"""
+
+
+def test_a_helper_reads_the_parameters_the_call_leaves_alone_as_their_defaults(tmp_path: Path):
+    """`is_extend()` leaves `include_draft` at its default, False: a DRAFT batch is not an
+    extend one there, and is where the call passes True. A parameter the call passes a value
+    the facts do not know (`bool(flag)`) is unknown in the test, not the whole test: an IDLE
+    batch is no extend batch whatever `flag` holds, a DRAFT one may be."""
+    _assert_marked(tmp_path, _MODE_TESTS, {"rounds": ["mod.loop"]})
