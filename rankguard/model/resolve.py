@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from rankguard.model.cycles import Cycles
 from rankguard.model.decorators import Decorators
+from rankguard.model.enums import Enums
 from rankguard.model.hierarchy import Hierarchy
 from rankguard.model.named import NAMED, computed_attribute, forwarded
 from rankguard.model.namespaces import ModuleNamespaces, dedupe, of_kind
@@ -81,6 +82,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
         self._decorated_by: dict[str, list[str]] | None = None
         self._attribute_stores = None
         self.cycles = Cycles()  # memoised answers that do not depend on the order asked
+        self.enums = Enums(program)
 
     # -- scopes -----------------------------------------------------------------
     def _enclosing(self, fn: FunctionRecord) -> list[str]:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rankguard.model.cycles import Cycles
+from rankguard.model.enums import Enums
 from rankguard.model.namespaces import dedupe, of_kind
 from rankguard.model.values import Value
 from rankguard.summary.ir import CALL, SUBSCRIPT, Segs, Stmt, walk_statements
@@ -54,6 +55,7 @@ def bound_names(fn: FunctionRecord) -> set[str]:
 
 class Stores:
     p: Program
+    enums: Enums
     _attribute_stores: dict[str, list[tuple[str, Stmt, str]]] | None
     _attr_types: dict[tuple[str, str], AttrEntry]
     # Syntax read once (each was re-walked for every question asked of it): a class's own
@@ -173,6 +175,8 @@ class Stores:
         return self.cycles.answer(("attr", *key), self._attr_types, key, _NOTHING_YET, compute)
 
     def _attr_values(self, cls: str, attr: str) -> AttrEntry:
+        if self.enums.member(cls, attr):
+            return (Value("instance", cls),), ()
         record = self.p.classes[cls]
         found: list[Value] = []
         callables: list[str] = []

@@ -452,3 +452,60 @@ def test_tuple_unpacking_keeps_each_value(program_of):
         }
     )
     assert callees(program, "pkg.m.use", "call") == {"pkg.m.f1", "pkg.m.f2"}
+
+
+def test_an_enum_member_is_an_instance_of_its_enum(program_of):
+    """`Mode.IDLE` is a `Mode` at run time, whatever its class body assigns (`auto()`, a
+    literal): a method called on a member, or on an attribute some code sets to one, is the
+    enum's own method, not also a method of what `auto()` returns or of `enum.IntEnum`'s
+    attribute of that name."""
+    program = program_of(
+        {
+            "pkg/__init__.py": "",
+            "pkg/m.py": """
+                from dataclasses import dataclass
+                from enum import Enum, IntEnum, auto
+
+                class Mode(IntEnum):
+                    EXTEND = auto()
+                    IDLE = auto()
+
+                    def is_extend(self):
+                        return self == Mode.EXTEND
+
+                class Plain(Enum):
+                    A = 0
+                    B = 1
+
+                    def is_a(self):
+                        return self == Plain.A
+
+                @dataclass
+                class Batch:
+                    mode: Mode
+                    plain: Plain
+
+                def relabel(batch: Batch):
+                    batch.mode = Mode.EXTEND
+                    batch.plain = Plain.B
+
+                def member():
+                    Mode.IDLE.is_extend()
+
+                def literal_member():
+                    Plain.A.is_a()
+
+                def local():
+                    m = Mode.IDLE
+                    m.is_extend()
+
+                def field(batch: Batch):
+                    batch.mode.is_extend()
+                    batch.plain.is_a()
+            """,
+        }
+    )
+    assert callees(program, "pkg.m.member") == {"pkg.m.Mode.is_extend"}
+    assert callees(program, "pkg.m.literal_member") == {"pkg.m.Plain.is_a"}
+    assert callees(program, "pkg.m.local") == {"pkg.m.Mode.is_extend"}
+    assert callees(program, "pkg.m.field") == {"pkg.m.Mode.is_extend", "pkg.m.Plain.is_a"}
