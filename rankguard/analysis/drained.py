@@ -66,7 +66,7 @@ def dominated(blocking: BlockingCall, call: CallSite, known: Mapping[Cond, Any])
     """A device sync with nothing queued since the last one on every path here, for what its
     tensor lives with (its receiver computed by an operator, `(a @ b).item()`, queues that
     work first)."""
-    if not blocking.callee.startswith(_TENSOR_READ) or operates(call.receiver):
+    if not _reads_tensor(blocking) or operates(call.receiver):
         return False  # a stream, an event or the device may wait for a side stream's work
     drained = known.get(DRAINED)
     if drained is True:
@@ -89,7 +89,7 @@ def maybe_drained(blocking: BlockingCall, known: Mapping[Cond, Any]) -> Blocking
         "drained the queue if both tensors are on the device"
     )
     # A stream or event may hold work of its own: only a tensor's read is the earlier's follower.
-    follows = blocking.callee.startswith(_TENSOR_READ)
+    follows = _reads_tensor(blocking)
     return lowered(blocking, "low", why, drained_by=earlier if follows else "")
 
 
@@ -179,7 +179,13 @@ def _drains(blocking: BlockingCall) -> bool:
     """A read of a tensor (it waits for the queue its tensor is computed on) or a wait for
     the whole device; an event waits only for its recorded point, a stream for its own queue
     (a side stream's work is not the current one's)."""
-    return blocking.callee.startswith(_TENSOR_READ) or blocking.callee == _DEVICE_SYNC
+    return _reads_tensor(blocking) or blocking.callee == _DEVICE_SYNC
+
+
+def _reads_tensor(blocking: BlockingCall) -> bool:
+    """A tensor's copy to the host (`.item()`, `.tolist()`, `int(t)`): it waits for the
+    queue its tensor is computed on, and nothing else."""
+    return blocking.callee.startswith(_TENSOR_READ)
 
 
 def marks(state: State) -> tuple[Any, ...]:

@@ -199,19 +199,23 @@ def _findings(
     path found (`BlockingCall.drained_by`) is that one's follower: one wait, listed once. A
     follower of a finding a suppression silences is a finding of its own (the suppressed one
     may read the host, and then the follower is the wait)."""
-    heads = {_headline(pairs, every).blocking.place: pairs for pairs in grouped.values()}
-    hosts = {key: _drained_into(pairs, heads) for key, pairs in grouped.items()}
-    for key, host in hosts.items():
-        if host is not None and silenced(_finding(rule, round_name, heads[host], every, [])):
-            hosts[key] = None
+    shown = {key: _headline(pairs, every).blocking for key, pairs in grouped.items()}
+    heads = {shown[key].place: pairs for key, pairs in grouped.items()}
+
+    def _alone(place: str) -> Finding:
+        return _finding(rule, round_name, heads[place], every, [])
+
+    found = {key: _drained_into(pairs, heads) for key, pairs in grouped.items()}
+    named = {host for host in found.values() if host is not None}
+    hushed = {host for host in named if silenced(_alone(host))}
+    hosts = {key: None if host in hushed else host for key, host in found.items()}
     followers: dict[str, list[BlockingCall]] = {}
     for key, host in hosts.items():
         if host is not None:
-            followers.setdefault(host, []).append(_headline(grouped[key], every).blocking)
+            followers.setdefault(host, []).append(shown[key])
     for key, pairs in grouped.items():
         if hosts[key] is None:
-            place = _headline(pairs, every).blocking.place
-            yield _finding(rule, round_name, pairs, every, followers.get(place, []))
+            yield _finding(rule, round_name, pairs, every, followers.get(shown[key].place, []))
 
 
 def _drained_into(pairs: list[Pair], heads: dict[str, list[Pair]]) -> str | None:
