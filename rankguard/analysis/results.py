@@ -20,7 +20,7 @@ reads; that is not followed (as assignments through callees are not, elsewhere).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from rankguard.analysis.call_sites import bound_at, dotted, passed_arguments
@@ -96,15 +96,8 @@ def _bound(cond: Cond, marks: Mapping[str, Cond]) -> Cond:
     if tag == "call":
         if cond[1][0].startswith("<parameter:") or len(cond) > 4:
             return _OTHER
-        args = tuple(_bound(a, marks) for a in cond[2])
-        return ("call", cond[1], args, tuple((k, _bound(v, marks)) for k, v in cond[3]))
-    if tag == "not":
-        return ("not", _bound(cond[1], marks))
-    if tag in ("and", "or"):
-        return (tag, tuple(_bound(p, marks) for p in cond[1]))
-    if tag == "cmp":
-        return ("cmp", cond[1], tuple(_bound(p, marks) for p in cond[2]))
-    return cond
+        return _rebuilt(cond, cond[1], lambda part: _bound(part, marks))
+    return _rebuilt(cond, (), lambda part: _bound(part, marks), cond)
 
 
 def _conditions(record: FunctionRecord) -> tuple[Cond, ...]:
@@ -201,18 +194,29 @@ def _substituted(cond: Cond, bound: Mapping[str, Cond]) -> Cond:
         target = _through(cond[1], bound)
         if target[0] != "ref" or len(cond) > 4:  # a method of a computed value: not followed
             return _OTHER
-        args = tuple(_substituted(a, bound) for a in cond[2])
-        kwargs = tuple((k, _substituted(v, bound)) for k, v in cond[3])
-        return ("call", target[1], args, kwargs)
+        return _rebuilt(cond, target[1], lambda part: _substituted(part, bound))
+    return _rebuilt(cond, (), lambda part: _substituted(part, bound), _constant(cond))
+
+
+def _constant(cond: Cond) -> Cond:
+    """What `_substituted` makes of a tree it does not rebuild: a constant stays."""
+    return cond if cond and cond[0] == "const" else _OTHER
+
+
+def _rebuilt(cond: Cond, target: Segs, each: Callable[[Cond], Cond], rest: Cond = ()) -> Cond:
+    """`cond` with `each` applied to its parts: a call's arguments (`target`: what it calls),
+    the operand of `not`, those of `and`/`or`, a comparison's; `rest` for any other tree."""
+    tag = cond[0] if cond else "other"
+    if tag == "call":
+        kwargs = tuple((k, each(v)) for k, v in cond[3])
+        return ("call", target, tuple(each(a) for a in cond[2]), kwargs)
     if tag == "not":
-        return ("not", _substituted(cond[1], bound))
+        return ("not", each(cond[1]))
     if tag in ("and", "or"):
-        return (tag, tuple(_substituted(p, bound) for p in cond[1]))
+        return (tag, tuple(each(p) for p in cond[1]))
     if tag == "cmp":
-        return ("cmp", cond[1], tuple(_substituted(p, bound) for p in cond[2]))
-    if tag == "const":
-        return cond
-    return _OTHER
+        return ("cmp", cond[1], tuple(each(p) for p in cond[2]))
+    return rest
 
 
 def _through(segs: Segs, bound: Mapping[str, Cond]) -> Cond:
