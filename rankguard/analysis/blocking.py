@@ -49,7 +49,6 @@ from typing import Any, TypeVar
 
 from rankguard.adapters import store
 from rankguard.adapters.keyed import KeyedStore
-from rankguard.analysis.aliases import tested
 from rankguard.analysis.blocking_calls import CallClassifier
 from rankguard.analysis.blocking_keep import KeptSummaries
 from rankguard.analysis.blocking_types import (
@@ -112,7 +111,6 @@ class BlockingAnalysis:
         self.platforms = platforms or platform_catalog()
         self.receivers = Receivers(program)
         self._memo_cadence: dict[tuple[int, Any], str | None] = {}
-        self._tested: dict[str, frozenset[str]] = {}
         self.launches = Launches(program)
         self.collectives = collectives
         self.catalog = catalog
@@ -291,13 +289,6 @@ class BlockingAnalysis:
         if key not in self._memo_cadence:
             self._memo_cadence[key] = shape(record, stmt, self.context.stability)
         return self._memo_cadence[key]
-
-    def tested(self, record: FunctionRecord) -> frozenset[str]:
-        """The names the function's tests read (`analysis.aliases.tested`), found once."""
-        found = self._tested.get(record.qualname)
-        if found is None:
-            found = self._tested[record.qualname] = tested(record.info.body)
-        return found
 
     def on_stack(self, name: str) -> bool:
         """Whether a call of `name` is cut here; the summary being computed depends on it."""

@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
-from rankguard.analysis.aliases import ALIASES, joined
 from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.rounds import Round
 from rankguard.core.chains import Hop
@@ -204,10 +203,6 @@ def join(states: Iterable[State | None]) -> State | None:
         merge(pending, state.pending)
     env = _agreed([s.env for s in live])
     known = _agreed([s.known for s in live])
-    if ALIASES not in known:  # the paths copy differently: what holds on every one
-        copies = joined([s.known for s in live])
-        if copies:
-            known[ALIASES] = copies
     taken = tuple(t for t in live[0].taken if all(t in s.taken for s in live[1:]))
     return State(any(s.clean for s in live), pending, env, known, taken, _ran(live))
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rankguard.analysis.aliases import bound, broken, restated
 from rankguard.analysis.blocking_types import (
     Guards,
     Key,
@@ -198,9 +197,7 @@ class Walk:
         }
         if not facts:
             return state
-        known = {**state.known, **facts}
-        known.update(restated(known, facts))
-        return state.evolve(known=known)
+        return state.evolve(known={**state.known, **facts})
 
     def assign(self, stmt: Stmt, state: State) -> State:
         # Where the value lives (read before the targets' facts are forgotten: the value is
@@ -210,8 +207,6 @@ class Walk:
         needed = single or marked(state.known)
         place = of_tree(stmt.tree, state.env, state.known, attrs) if needed else None
         state = assigned(stmt.tree, place, self._forget_facts(state, stmt.targets))
-        copied = bound(stmt, state.known, self.a.tested(self.record))
-        state = state if copied is state.known else state.evolve(known=copied)
         names = [".".join(t) for t in stmt.targets if CALL not in t and SUBSCRIPT not in t]
         if not names:
             return state
@@ -248,7 +243,7 @@ class Walk:
         return state
 
     def _forget_facts(self, state: State, targets: Sequence[Segs]) -> State:
-        known = broken(state.known, targets)
+        known = state.known
         for target in targets:
             known = forget_shaky(forget(known, target), target)
         return state if known is state.known else state.evolve(known=known)
