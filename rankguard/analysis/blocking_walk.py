@@ -206,7 +206,7 @@ class Walk:
         attrs = self.a.classify.placement.attribute
         needed = single or marked(state.known)
         place = of_tree(stmt.tree, state.env, state.known, attrs) if needed else None
-        state = assigned(stmt.tree, place, self._forget_facts(state, stmt.targets))
+        state = assigned(stmt.tree, place, stmt.targets, self._forget_facts(state, stmt.targets))
         names = [".".join(t) for t in stmt.targets if CALL not in t and SUBSCRIPT not in t]
         if not names:
             return state

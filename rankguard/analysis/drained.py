@@ -25,7 +25,7 @@ is a finding of its own. A sync the model knows is on a device keeps its own fin
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rankguard.analysis.blocking_types import BlockingCall, State, lowered
@@ -117,9 +117,15 @@ def _argument(call: CallSite) -> tuple[str, ...]:
     return first.ref if first is not None and first.keyword is None and first.ref else ()
 
 
-def assigned(tree: Cond, place: str | None, state: State) -> State:
+def assigned(
+    tree: Cond, place: str | None, targets: Sequence[tuple[str, ...]], state: State
+) -> State:
     """Past an assignment whose value an operator computes (`place`: where the value lives):
-    maybe work queued, unless the operator works on host values (`[None] * n`)."""
+    maybe work queued, unless the operator works on host values (`[None] * n`). A target that
+    rebinds the recorded event (or what holds it) leaves no event recorded."""
+    recorded = state.known.get(RECORDED)
+    if recorded and any(recorded[: len(t)] == t for t in targets):
+        state = state.evolve(known={k: v for k, v in state.known.items() if k != RECORDED})
     if not marked(state.known) or not operates(tree) or place in HOST:
         return state
     if tree[0] == "arith" and any(_display(part) for part in tree[-1]):
@@ -158,7 +164,11 @@ def after(blocking: BlockingCall | None, call: CallSite, quiet: bool, state: Sta
             known[DRAINED] = roots
         return state.evolve(known=known)
     state = state if quiet else launched(state)
-    if call.target[-1:] == ("record",) and not call.args and _plain(call.target[:-1]):
+    if (
+        call.target[-1:] == ("record",)
+        and not (call.args or call.kwargs)
+        and _plain(call.target[:-1])
+    ):
         # `ev.record()` on the current stream: its wait, with nothing launched since, drains it
         return state.evolve(known={**state.known, RECORDED: call.target[:-1]})
     return state
