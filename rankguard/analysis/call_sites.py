@@ -23,7 +23,7 @@ def _params(callee: FunctionRecord, call: CallSite) -> list[Param]:
     the call names the class and passes the instance itself (`Base.method(self, batch)`)."""
     params = list(callee.info.params)
     info = callee.info
-    if info.cls is None or not params or params[0].name not in ("self", "cls"):
+    if info.cls is None or not params:  # a method's first parameter, whatever its name
         return params
     if info.decorated("staticmethod"):
         return params

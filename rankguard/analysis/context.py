@@ -310,7 +310,8 @@ class RoundContext:
         if call is not None:
             fixed, plain, negated = self.call_site(record, call)[1]
             facts.update(fixed)
-            for name, segs in negated:  # `f(wait=not overlap)` where the caller knows `overlap`
+            # `f(wait=not overlap)` where the caller knows `overlap` (not a comprehension's own)
+            for name, segs in () if call.bound else negated:
                 truth = known.get(("ref", segs), UNKNOWN)
                 if literal_truth(truth) and self._settled_reads(("ref", segs)):
                     facts[("ref", (name,))] = not truth
