@@ -23,13 +23,10 @@ class Enums:
         self._enums: dict[str, bool] = {}
 
     def member(self, cls: str, attr: str) -> bool:
-        """`attr` is a member of the enum `cls`: a name its body assigns, or an upper-case one
-        (a literal's name is not recorded), neither private nor dunder."""
-        if attr[:1] == "_" or not self.enum(cls):
-            return False
-        return attr.isupper() or any(
-            name == attr for name, _ in self.p.classes[cls].info.attributes
-        )
+        """`attr` is a member of the enum `cls`, by the convention enums follow: an upper-case
+        name, not private. The class body's attributes also hold annotations and methods made
+        by a call (`client: Client`, `parse = staticmethod(f)`), which are no members."""
+        return attr.isupper() and attr[:1] != "_" and self.enum(cls)
 
     def enum(self, cls: str) -> bool:
         """`cls` derives from one of `enum`'s member-making classes."""

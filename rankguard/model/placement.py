@@ -303,7 +303,8 @@ def by_name(name: str) -> str | None:
 
 class AttributePlacement:
     """Program-wide: the placement every assignment gives an attribute name (a local read on
-    the way counts only when the function assigns it once). A counter (`self.done = 0`, then
+    the way counts only when the function binds it once: no parameter, loop or `with` target
+    binds it too). A counter (`self.done = 0`, then
     only `self.done += len(batch)`) reads itself: it is a Python number if it is one wherever
     it is taken to be one, checked per attribute."""
 
@@ -333,7 +334,6 @@ class AttributePlacement:
         for function, body in self._bodies.items():
             flat = _flat(body)
             assigns = [s for s in flat if s.kind == "assign" and s.tree]
-            once = Counter(t[0] for s in assigns for t in s.targets if len(t) == 1)
             # Bound once by any statement (a `for` or `with` target binds too), never on entry.
             single = Counter(t[0] for s in flat for t in s.targets if len(t) == 1)
             single.update(self._params.get(function, ()))
@@ -345,7 +345,7 @@ class AttributePlacement:
                     if len(target) == 1:
                         if single[target[0]] == 1:
                             locals_ = {**locals_, target[0]: stmt.tree}
-                        if place is not None and once[target[0]] == 1:
+                        if place is not None and single[target[0]] == 1:
                             env = {**env, target[0]: place}
                         continue
                     if target[-1] in (CALL, SUBSCRIPT):
