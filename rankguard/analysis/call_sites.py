@@ -33,6 +33,12 @@ def _params(callee: FunctionRecord, call: CallSite) -> list[Param]:
     return params[1:]
 
 
+def receiver_parameter(callee: FunctionRecord, call: CallSite) -> str | None:
+    """The parameter the call's receiver fills: a method's first, whatever its name."""
+    params = callee.info.params
+    return params[0].name if params and len(_params(callee, call)) < len(params) else None
+
+
 def passed_arguments(callee: FunctionRecord, call: CallSite) -> Passed:
     """Parameter name -> (literal key, argument text) for each argument the call passes."""
     out: dict[str, tuple[str, str]] = {}

@@ -23,7 +23,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from rankguard.analysis.call_sites import bound_at, dotted, passed_arguments
+from rankguard.analysis.call_sites import (
+    bound_at,
+    dotted,
+    passed_arguments,
+    receiver_parameter,
+)
 from rankguard.model.facts import Cond, Symbol, member, refs, rename
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CallSite, Segs, Stmt, walk_statements
@@ -68,8 +73,9 @@ def at_call(callee: FunctionRecord, call: CallSite, conds: Iterable[Cond]) -> li
         if p not in fixed and (segs := dotted(t)) is not None
     }
     receiver = dotted(".".join(call.target[:-1])) if len(call.target) >= 2 else None
-    if callee.info.cls is not None and receiver is not None:
-        arguments.setdefault("self", receiver)
+    self_name = receiver_parameter(callee, call)
+    if self_name is not None and receiver is not None:
+        arguments.setdefault(self_name, receiver)
     marks = {_MARK.format(p): _valued(v) for p, v in fixed.items()}
     out: list[Cond] = []
     for cond in conds:

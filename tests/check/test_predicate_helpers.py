@@ -150,3 +150,36 @@ def test_a_helper_reads_the_parameters_the_call_leaves_alone_as_their_defaults(t
     the facts do not know (`bool(flag)`) is unknown in the test, not the whole test: an IDLE
     batch is no extend batch whatever `flag` holds, a DRAFT one may be."""
     _assert_marked(tmp_path, _MODE_TESTS, {"rounds": ["mod.loop"]})
+
+
+@pytest.mark.parametrize("receiver", ["self", "this"])
+def test_a_helpers_receiver_is_its_first_parameter_whatever_its_name(tmp_path: Path, receiver: str):
+    # `def idle(this): return this.kind == Kind.IDLE` reads its receiver as `self` would.
+    _assert_marked(
+        tmp_path,
+        f"""
+        class Kind(enum.Enum):
+            IDLE = 1
+            BUSY = 2
+
+        class Work:
+            def __init__(self, kind):
+                self.kind = kind
+
+            def idle({receiver}):
+                return {receiver}.kind == Kind.IDLE
+
+        def step(w: Work):
+            if w.kind == Kind.IDLE:
+                if not w.idle():
+                    time.sleep(1)
+                if w.idle():
+                    time.sleep(2)  # expect
+
+        def loop(w: Work):
+            while True:
+                step(w)
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
