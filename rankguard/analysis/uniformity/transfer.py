@@ -47,6 +47,7 @@ from rankguard.analysis.uniformity.lattice import (
 from rankguard.analysis.uniformity.relays import Relays
 from rankguard.analysis.uniformity.roots import RootViews
 from rankguard.analysis.uniformity.tuples import Items, TupleItems, forget
+from rankguard.analysis.uniformity.zipped import zipped_items
 from rankguard.model.binding import bind
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import (
@@ -170,8 +171,14 @@ class Walker:
     def loop(self, stmt: Stmt, labels: Labels, env: Env) -> Env:
         if stmt.targets:
             text = f"for {', '.join(segs_text(t) for t in stmt.targets)} in {stmt.text}"
-            items = self.ref(stmt.truths[0], env, stmt.line) if stmt.truths else labels
-            self.bind(stmt.targets, through(items, self.step(stmt.line, text)), env)
+            step = self.step(stmt.line, text)
+            apart = zipped_items(self, stmt, env)
+            if apart is not None:  # `for a, b in zip(xs, ys)`: each its own (`zipped.py`)
+                for target, item in zip(stmt.targets, apart, strict=True):
+                    self.bind((target,), through(item, step), env)
+            else:
+                items = self.ref(stmt.truths[0], env, stmt.line) if stmt.truths else labels
+                self.bind(stmt.targets, through(items, step), env)
         body, orelse = (*stmt.blocks, (), ())[:2]
         after = join([env, self.block(body, dict(env))])
         if not self._carrying:
