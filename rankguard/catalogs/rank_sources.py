@@ -57,6 +57,7 @@ class RankSourceCatalog:
     measures: frozenset[str]
     placement_attributes: frozenset[str]
     address_methods: frozenset[str]  # `x.data_ptr()`: where `x` lives, not what it holds
+    wrappers: tuple[str, ...]  # calls that yield their first argument's items (`tqdm(xs)`)
     aliases: dict[str, str]  # spelling -> dimension
     grids: tuple[tuple[str, tuple[str, ...]], ...]  # (of, axes)
     # Composite dimensions: every axis they may span, and the axes they span in every mode.
@@ -94,6 +95,12 @@ class RankSourceCatalog:
         if kind == "rank-id":
             return "this rank's own id"
         return next((k.why for k in self.kinds if k.kind == kind), kind)
+
+    def is_wrapper(self, names: Sequence[str]) -> bool:
+        """Whether a callee (its resolved names) yields its first argument's items."""
+        return bool(names) and all(
+            any(fnmatch.fnmatchcase(n, p) for p in self.wrappers) for n in names
+        )
 
     def kind_of_call(self, names: Sequence[str]) -> str | None:
         for name in names:
@@ -275,6 +282,7 @@ _COPIED = (
     "measures",
     "placement_attributes",
     "address_methods",
+    "wrappers",
     "aliases",
     "grids",
     "spans",
@@ -342,6 +350,7 @@ def parse_rank_sources(data: dict) -> RankSourceCatalog:
         measures=words(containers, "measures"),
         placement_attributes=words(placement, "attributes"),
         address_methods=words(placement, "addresses"),
+        wrappers=tuple(data.get("wrappers", {}).get("iterables", ())),
         aliases=aliases,
         grids=tuple(grids),
         spans=spans,

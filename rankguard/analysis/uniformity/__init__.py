@@ -6,7 +6,9 @@ collective agrees on, over which groups), `existence` (what `x is None` reads, i
 argument, and what a returned helper answer hands on), `roots` (what a broadcast's root holds),
 `branches` (what reaches past an `if`), `answers` (which `return` runs, when that decides a
 helper's answer), `callbacks` (what a handed callable returns, per call site), `relays` (what a
-hand-rolled fan-out hands on), `flow` (program-wide solve: the round-state induction, and group
+hand-rolled fan-out hands on), `trees` (what part of a value is computed from: a conditional
+whose sides yield the same items does not depend on its test), `zipped` (each target of a loop
+over `zip`/`enumerate` holds its own sequence's items), `flow` (program-wide solve: the round-state induction, and group
 filtering), `modes` (what only another mode's loop runs), `feasible` (what the round reaches on
 paths the blocking analysis's facts allow), `collectives` (what a call enters, over which
 group, pruned by call-site constants), `guards` (which conditions decide a collective call and

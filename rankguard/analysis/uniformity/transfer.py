@@ -46,6 +46,7 @@ from rankguard.analysis.uniformity.lattice import (
 )
 from rankguard.analysis.uniformity.relays import Relays
 from rankguard.analysis.uniformity.roots import RootViews
+from rankguard.analysis.uniformity.trees import same_items, tree_labels
 from rankguard.analysis.uniformity.tuples import Items, TupleItems, forget
 from rankguard.analysis.uniformity.zipped import zipped_items
 from rankguard.model.binding import bind
@@ -240,6 +241,12 @@ class Walker:
         for name, agreed in state.kills:
             env[name] = dict(agreed)
         self.results = state.results
+        tree = stmt.tree
+        if tree[:1] == ("if",) and same_items(self, stmt, tree[2], tree[3]):
+            # `tqdm(list(xs)) if rank == 0 else xs`: the same items whichever side runs.
+            sides = [tree_labels(self, stmt, env, side) for side in tree[2:]]
+            if None not in sides:
+                out = union(side for side in sides if side is not None)
         return out
 
     def call(self, call: CallSite, env: Env, state: _Statement) -> Labels:
@@ -298,6 +305,11 @@ class Walker:
         if primitive or uniform:
             merge(result, agreed)
             return result  # agreed by the group, or uniform by construction
+        if not internal and catalog.is_wrapper(names):
+            # `tqdm(xs, disable=rank != 0)`: it yields what `xs` holds; the rest is display.
+            first = next((labels for operand, labels in operands if not operand.keyword), {})
+            merge(result, first)
+            return result
         if not internal:
             # Outside the program: its result is computed from its receiver and arguments,
             # except a placement method's (`x.to(device)` holds what `x` holds).
