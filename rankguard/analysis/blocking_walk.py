@@ -53,7 +53,7 @@ from rankguard.analysis.receivers import RECEIVER, Receiver
 from rankguard.analysis.results import at_call, none_tests
 from rankguard.core.chains import WEAK_EDGES, Hop
 from rankguard.model.facts import Cond, assume, forget, pure
-from rankguard.model.placement import asserted, of_tree
+from rankguard.model.placement import asserted, of_tree, unpacked
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt
 
@@ -212,10 +212,14 @@ class Walk:
             return state
         env = dict(state.env)
         fact = assigned_fact(stmt, place) if single else None
-        for name in names:
-            if fact is None:
-                env.pop(name, None)
-            else:
+        facts = dict.fromkeys(names, fact)
+        if stmt.kind == "loop" and not single and len(names) == len(stmt.targets):
+            # `for i, x in enumerate(xs)`, `for a, b in zip(xs, ys)`: an element of each
+            paired = unpacked(stmt.tree, len(names), state.env, state.known, attrs)
+            facts = dict(zip(names, paired, strict=True)) if paired else facts
+        for name, fact in facts.items():
+            _rebound(env, name)
+            if fact is not None:
                 env[name] = fact
         return self.certain_result(stmt, state.evolve(env=env))
 
@@ -250,10 +254,11 @@ class Walk:
 
     def forget(self, state: State, targets: Sequence[Segs]) -> State:
         state = self._forget_facts(state, targets)
-        names = [t[0] for t in targets if len(t) == 1 and t[0] in state.env]
-        if not names:
-            return state
-        return state.evolve(env={k: v for k, v in state.env.items() if k not in names})
+        env = dict(state.env)
+        for target in targets:
+            if len(target) == 1:
+                _rebound(env, target[0])
+        return state if len(env) == len(state.env) else state.evolve(env=env)
 
     def loop(self, stmt: Stmt, state: State, guards: Guards, cadence: str | None) -> State | None:
         # A `for` header advances what it iterates: a generator's body runs here. Its target
@@ -469,3 +474,11 @@ def _run_past(stmt: Stmt) -> Sequence[CallSite]:
         return stmt.calls
     failing = (stmt.cond, False)
     return tuple(c for c in stmt.calls if failing not in c.under)
+
+
+def _rebound(env: dict[str, str], name: str) -> None:
+    """Forget what `env` says of `name` and of its attributes (`result.ids`): it names another
+    object now."""
+    prefix = name + "."
+    for key in [k for k in env if k == name or k.startswith(prefix)]:
+        del env[key]

@@ -377,12 +377,19 @@ def placements(
 ) -> dict[str, str]:
     """Where the tensors a call passes (`passed`: `passed_arguments`) live, per parameter of the
     callee: a local's fact or an attribute's placement (`f(ids_cpu, batch.seq_lens_cpu)`), or
-    what the call that makes the argument gives (`f(torch.arange(n, device="cpu"))`)."""
+    what the call that makes the argument gives (`f(torch.arange(n, device="cpu"))`). What the
+    caller knows of a passed reference's attributes (`assert result.ids.is_cpu`, then
+    `f(result)`) holds for the parameter's (`result.ids` in `f`): the same object, reached
+    before anything else runs."""
     out: dict[str, str] = {}
     positional = [o for o in call.operands if o.keyword is None]
     for name, (key, text) in passed.items():
         parts = dotted(text)
         if parts is not None:
+            prefix = text + "."
+            for known, fact in env.items():
+                if known.startswith(prefix):
+                    out[name + known[len(text) :]] = fact
             place = of_segs(parts, env, attrs)
         else:
             operand = positional[int(key)] if key.isdigit() else call.operand(key)

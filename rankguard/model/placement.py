@@ -7,7 +7,9 @@ The rules are PyTorch's: factories allocate on the CPU unless given `device=`; `
 `.cuda()` a device tensor, `.to(x)` wherever `x` names (a dtype keeps the placement); indexing
 and elementwise methods (`.sum()`, `.float()`, `.detach()`, ...) keep the placement of their
 receiver. Operators and tensor functions (`a % n`, `x == 0`, `torch.cumsum(x)`, `F.pad(x, p)`)
-make their result where their tensor operands live (`combined`). A `torch.device(...)` or a
+make their result where their tensor operands live (`combined`), and so do einops' functions
+(`einops.reduce(x, ...)`). A `for` that unpacks `enumerate(xs)` or `zip(xs, ys)` gives each
+target an element of the iterable it pairs with (`unpacked`). A `torch.device(...)` or a
 device string is itself given the placement it names, so `device = torch.device("cpu" if c
 else "cuda")` followed by `torch.empty(n, device=device)` is decided by what is known of `c`.
 A test on a tensor's device (`assert x.device == cpu`, `if x.is_cpu:`) places it on the side
@@ -69,6 +71,11 @@ KEEPS = frozenset(
 # PyTorch's own spelling of `torch.nn.functional`): the result lives with its operands.
 _TENSOR_MODULES = frozenset(
     (("torch",), ("F",), ("torch", "nn", "functional"), ("nn", "functional"))
+)
+# Functions of other tensor libraries that make a tensor of the same framework from their tensor
+# operands, on the operands' device (einops works on the tensor it is handed and returns one).
+_TENSOR_FUNCTIONS = frozenset(
+    ("einops", name) for name in ("rearrange", "reduce", "repeat", "einsum")
 )
 _DTYPES = frozenset(
     (
@@ -201,10 +208,30 @@ def of_tree(tree: Any, env: Env, known: Facts, attrs: Attrs) -> str | None:
                 return DEVICE  # made from a tensor: where that tensor lives
             if method not in _LIKE:
                 return CPU  # PyTorch's default device
-    if module in _TENSOR_MODULES:
+    if module in _TENSOR_MODULES or segs in _TENSOR_FUNCTIONS:
         return combined(_operand(t, env, known, attrs) for t in args)
     if method in KEEPS and len(segs) >= 2:
         return _receiver(tree, env, known, attrs)
+    return None
+
+
+def unpacked(
+    tree: Any, count: int, env: Env, known: Facts, attrs: Attrs
+) -> tuple[str | None, ...] | None:
+    """Where each of the `count` targets of a `for` that unpacks what it iterates lives, when
+    the pairing is sure: `for i, x in enumerate(xs)` gives an index (a Python number) and an
+    element of `xs`; `for a, b in zip(xs, ys)`, one target per iterable, an element of each.
+    An element lives where its iterable does. None where the pairing is not sure: an argument
+    that may be starred (read as `other`), a count that differs (a nested target)."""
+    if not tree or tree[0] != "call" or len(tree) > 4:
+        return None
+    segs, args = tree[1], tree[2]
+    if any(not arg or arg[0] == "other" for arg in args):
+        return None  # `zip(a, *rest)`: which iterable pairs with which target is not known
+    if segs == ("enumerate",) and count == 2 and 1 <= len(args) <= 2:
+        return (SCALAR, of_tree(args[0], env, known, attrs))
+    if segs == ("zip",) and count == len(args):
+        return tuple(of_tree(arg, env, known, attrs) for arg in args)
     return None
 
 
@@ -275,11 +302,18 @@ def bound(call: CallSite, env: Env, known: Facts, attrs: Attrs) -> Env:
     if not call.bound:
         return env
     inner = dict(env)
+    paired: tuple[str | None, ...] | None = None
     for name, tree in call.bound:
-        place = of_tree(tree, inner, known, attrs)
-        if place is None:
-            inner.pop(name, None)
+        if tree[0] == "unpack":  # one name of `for i, x in enumerate(xs)`, in order
+            _, position, count, iterable = tree
+            if position == 0:  # the iterable is read before any of its names is bound
+                paired = unpacked(iterable, count, inner, known, attrs)
+            place = paired[position] if paired else None
         else:
+            place = of_tree(tree, inner, known, attrs)
+        prefix = name + "."  # it names another object now: nothing said of the old one holds
+        inner = {k: v for k, v in inner.items() if k != name and not k.startswith(prefix)}
+        if place is not None:
             inner[name] = place
     return inner
 

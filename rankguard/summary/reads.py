@@ -182,8 +182,7 @@ class Reads(ast.NodeVisitor):
         depth = len(self._bound)
         for gen in node.generators:
             self.visit(gen.iter)
-            if isinstance(gen.target, ast.Name):
-                self._bound.append((gen.target.id, condition(gen.iter, reference, arith=True)))
+            self._bound.extend(_comprehension_bound(gen))
             self.visit(gen.target)
             for test in gen.ifs:
                 self.visit(test)
@@ -301,3 +300,19 @@ def target_refs(node: ast.AST) -> list[Segs]:
         return target_refs(node.value)
     ref = reference(node)
     return [] if OPAQUE in ref else [ref]
+
+
+def _comprehension_bound(gen: ast.comprehension) -> list[tuple[str, Any]]:
+    """What each variable of one `for` in a comprehension is bound to: `x` to what it iterates;
+    each name of a flat `i, x` to ("unpack", position, count, iterable) (`model.placement`
+    pairs it where it can); a name in a nested target to nothing known (("other",)), so no
+    outer fact of that name is read inside."""
+    iterable = condition(gen.iter, reference, arith=True)
+    target = gen.target
+    if isinstance(target, ast.Name):
+        return [(target.id, iterable)]
+    elts = target.elts if isinstance(target, ast.Tuple) else []
+    names = [e.id for e in elts if isinstance(e, ast.Name)]
+    if elts and len(names) == len(elts):
+        return [(name, ("unpack", i, len(names), iterable)) for i, name in enumerate(names)]
+    return [(n.id, ("other",)) for n in ast.walk(target) if isinstance(n, ast.Name)]
