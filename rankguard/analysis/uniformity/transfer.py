@@ -238,6 +238,9 @@ class Walker:
         named: Source | None = None  # a rank id its name gives a dimension
         if kind == "rank-id":
             rank = self.rank_source(call.target, call.line)
+            groups = set() if rank.dimension else self.f.calls.names.named_groups(self.record, call)
+            if len(groups) == 1:  # `dist.get_rank(group=tp_group)`: its id in that group
+                rank = replace(rank, dimension=groups.pop())
             result[rank] = ()
             named = rank if rank.dimension else None
         elif kind is not None:
