@@ -12,6 +12,7 @@ of the value itself (not of its items) can differ for an empty sequence; the rul
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from rankguard.analysis.reach import followed
@@ -73,13 +74,7 @@ def same_sides(walker: Walker, stmt: Stmt, env: Env) -> Labels | None:
         return None
     if _undisplayed(walker, stmt, tree[2]) != _undisplayed(walker, stmt, tree[3]):
         return None
-    out: Labels = {}
-    for side in tree[2:]:
-        labels = tree_labels(walker, stmt, env, side)
-        if labels is None:
-            return None
-        merge(out, labels)
-    return out
+    return union_of(walker, stmt, env, tree[2:])
 
 
 def _has_other(tree: Any) -> bool:
@@ -130,8 +125,21 @@ def tree_labels(
         children = tree[1:]
     else:
         return None
-    for child in children:
-        labels = tree_labels(walker, stmt, env, child)
+    labels = union_of(walker, stmt, env, children)
+    if labels is None:
+        return None
+    merge(out, labels)
+    return out
+
+
+def union_of(
+    walker: Walker, stmt: Stmt, env: Env, trees: Iterable[Tree], size: bool = False
+) -> Labels | None:
+    """What several trees are computed from together (`tree_labels`), or None where one of
+    them does not say."""
+    out: Labels = {}
+    for tree in trees:
+        labels = tree_labels(walker, stmt, env, tree, size)
         if labels is None:
             return None
         merge(out, labels)

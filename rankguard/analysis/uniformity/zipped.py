@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rankguard.analysis.uniformity.lattice import Env, Labels, merge
-from rankguard.analysis.uniformity.trees import Tree, builtin_call, tree_labels
+from rankguard.analysis.uniformity.trees import Tree, builtin_call, tree_labels, union_of
 from rankguard.summary.ir import Stmt
 
 if TYPE_CHECKING:
@@ -65,15 +65,9 @@ def _count(
 ) -> Labels | None:
     """An `enumerate` count: what decides how many items the sequences hold (a plain
     reference is measured, not read), and where the count starts (`start=`)."""
-    out: Labels = {}
-    for tree in seqs:
-        labels = tree_labels(walker, stmt, env, tree, size=True)
-        if labels is None:
-            return None
-        merge(out, labels)
-    for tree in start:
-        labels = tree_labels(walker, stmt, env, tree)
-        if labels is None:
-            return None
-        merge(out, labels)
-    return out
+    sizes = union_of(walker, stmt, env, seqs, size=True)
+    starts = union_of(walker, stmt, env, start)
+    if sizes is None or starts is None:
+        return None
+    merge(sizes, starts)
+    return sizes
