@@ -10,6 +10,8 @@ salt each sample used ("13:" for `after`, "29:" for `independent`, "47:" for `fo
     LABELS=tests/data/precision/sglang-0.5.23-blocking.json
     python3 benchmarks/precision_sample.py score $LABELS --sample independent
     python3 benchmarks/precision_sample.py rescore $LABELS findings.json
+    HELD=tests/data/precision/heldout-vllm-megatron.json   # one run per corpus
+    python3 benchmarks/precision_sample.py rescore $HELD vllm.json --sample vllm
 
 `rescore` matches every label against a run as the opt-in acceptance test does (`site`,
 `reported`): per sample, the precision of the labels still reported, at each finding's current
@@ -59,8 +61,12 @@ def reported(found: list[dict], label: dict) -> bool:
     return any(f["fingerprint"] == label["fingerprint"] for f in found)
 
 
-def rescore(labels: list[dict], findings: list[dict], platform: str = "cuda") -> list[str]:
-    """Every sample's labels against one run (see the module's docstring)."""
+def rescore(
+    labels: list[dict], findings: list[dict], platform: str = "cuda", sample: str | None = None
+) -> list[str]:
+    """Every sample's labels against one run (see the module's docstring); with `sample`,
+    that sample's only. A held-out label names its `corpus` (its sample) and was reported
+    when judged."""
     found = [f for f in findings if f["rule"] == RULE]
     sites: dict[tuple[str, str, str, str], list[dict]] = {}
     for finding in found:
@@ -71,33 +77,34 @@ def rescore(labels: list[dict], findings: list[dict], platform: str = "cuda") ->
     bound: dict[str, Counter] = {}
     lost, back = [], []
     for label in labels:
-        if platform not in label.get("platforms", [platform]):
+        name = label.get("sample", label.get("corpus"))
+        if platform not in label.get("platforms", [platform]) or sample not in (None, name):
             continue
-        sample, true = label["sample"], label["verdict"] == "true"
+        true = label["verdict"] == "true"
         hits = sites.get(site(label), []) if true else []
         if not true and label["fingerprint"] in chains:
             hits = [chains[label["fingerprint"]]]
         if site(label) in sites or hits:
-            bound.setdefault(sample, Counter()).update(n=1, true=int(true))
+            bound.setdefault(name, Counter()).update(n=1, true=int(true))
         if not hits:
             if true:
                 lost.append(label["id"])
             continue
-        if not true and not label["reported"]:
+        if not true and not label.get("reported", True):
             back.append(label["id"])
         level = max((h["confidence"] for h in hits), key=levels.index)
         for key in ("all", level):
-            counts.setdefault(sample, Counter()).update({f"{key} n": 1, f"{key} true": int(true)})
+            counts.setdefault(name, Counter()).update({f"{key} n": 1, f"{key} true": int(true)})
     lines = []
-    for sample, count in counts.items():
+    for name, count in counts.items():
         parts = [
             f"{key}: {count[key + ' true']}/{count[key + ' n']}"
             for key in ("all", "high", "medium", "low")
             if count[key + " n"]
         ]
-        by_site = bound[sample]
+        by_site = bound[name]
         parts.append(f"(by site: {by_site['true']}/{by_site['n']})")
-        lines.append(f"{sample}: " + "  ".join(parts))
+        lines.append(f"{name}: " + "  ".join(parts))
     lines.append(f"true labels no longer reported: {', '.join(lost) or 'none'}")
     lines.append(f"gone false labels back: {', '.join(back) or 'none'}")
     return lines
@@ -128,6 +135,7 @@ def main(argv: list[str]) -> int:
     rescoring = commands.add_parser("rescore", help="every sample's labels against a run")
     rescoring.add_argument("labels", type=Path)
     rescoring.add_argument("findings", type=Path)
+    rescoring.add_argument("--sample", help="one sample's labels (a held-out corpus's)")
     args = parser.parse_args(argv)
     if args.command == "draw":
         findings = json.loads(args.findings.read_text("utf-8"))["findings"]
@@ -136,7 +144,7 @@ def main(argv: list[str]) -> int:
     labels = json.loads(args.labels.read_text("utf-8"))["labels"]
     if args.command == "rescore":
         findings = json.loads(args.findings.read_text("utf-8"))["findings"]
-        print("\n".join(rescore(labels, findings)))
+        print("\n".join(rescore(labels, findings, sample=args.sample)))
         return 0
     print("\n".join(score([item for item in labels if item["sample"] == args.sample])))
     return 0
