@@ -57,6 +57,7 @@ class RankSourceCatalog:
     measures: frozenset[str]
     placement_attributes: frozenset[str]
     address_methods: frozenset[str]  # `x.data_ptr()`: where `x` lives, not what it holds
+    displays: tuple[str, ...]  # progress displays: they yield their first argument's items
     aliases: dict[str, str]  # spelling -> dimension
     grids: tuple[tuple[str, tuple[str, ...]], ...]  # (of, axes)
     # Composite dimensions: every axis they may span, and the axes they span in every mode.
@@ -72,6 +73,7 @@ class RankSourceCatalog:
     )
     # Answers by name: the uniformity walk asks about ~1M names on a large tree, few distinct.
     _uniform: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
+    _displays: dict[str, bool] = field(default_factory=dict, compare=False, repr=False)
     _stripped: dict[str, tuple[str | None, str]] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -94,6 +96,15 @@ class RankSourceCatalog:
         if kind == "rank-id":
             return "this rank's own id"
         return next((k.why for k in self.kinds if k.kind == kind), kind)
+
+    def is_display(self, names: Sequence[str]) -> bool:
+        """Whether a callee (its resolved names) is a progress display around an iterable."""
+        key = "\0".join(names)
+        if key not in self._displays:
+            self._displays[key] = bool(names) and all(
+                any(fnmatch.fnmatchcase(n, p) for p in self.displays) for n in names
+            )
+        return self._displays[key]
 
     def kind_of_call(self, names: Sequence[str]) -> str | None:
         for name in names:
@@ -275,6 +286,7 @@ _COPIED = (
     "measures",
     "placement_attributes",
     "address_methods",
+    "displays",
     "aliases",
     "grids",
     "spans",
@@ -342,6 +354,7 @@ def parse_rank_sources(data: dict) -> RankSourceCatalog:
         measures=words(containers, "measures"),
         placement_attributes=words(placement, "attributes"),
         address_methods=words(placement, "addresses"),
+        displays=tuple(data.get("wrappers", {}).get("displays", ())),
         aliases=aliases,
         grids=tuple(grids),
         spans=spans,

@@ -14,14 +14,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rankguard.analysis.reach import followed
-from rankguard.analysis.uniformity.lattice import Labels, Node, through
+from rankguard.analysis.uniformity.lattice import CALLED, Labels, Node, through
 from rankguard.model.binding import bind
 from rankguard.summary.ir import CallSite, Operand
 
 if TYPE_CHECKING:
     from rankguard.analysis.uniformity.transfer import Walker
-
-CALLED = "()"  # `("param", fn, p, CALLED)`: what the callable handed as `p` returns
 
 
 def called_node(function: str, param: str) -> Node:

@@ -82,6 +82,7 @@ Node = tuple[str, ...]  # ("ret", fn) | ("param", fn, name) | ("attr", cls, name
 Label = Source | Node
 Labels = dict[Label, tuple[Step, ...]]  # label -> the local steps from it to here
 MAX_STEPS = 6
+CALLED = "()"  # `("param", fn, p, CALLED)`: what the callable handed as `p` returns (`callbacks`)
 
 
 def merge(into: Labels, more: Labels) -> None:
@@ -168,6 +169,22 @@ class FunctionFlow:
     def condition(self, stmt: Any, labels: Labels) -> None:
         if self.asked:
             self.conditions[id(stmt)] = labels
+
+    def returns(self, fn: str, step: Step, labels: Labels) -> None:
+        """What a `return` of `fn` gives: its own parameters are a per-call-site summary
+        (`ret_params`; `ret_calls` for what a callable handed in returned); the rest is
+        intrinsic, the node `("ret", fn)`."""
+        intrinsic: Labels = {}
+        for label, steps in labels.items():
+            carried = (step, *steps)[:MAX_STEPS]
+            if isinstance(label, tuple) and label[0] == "param" and label[1] == fn:
+                into = self.ret_calls if label[3:] == (CALLED,) else self.ret_params
+                known = into.get(label[2])
+                if known is None or len(carried) < len(known):
+                    into[label[2]] = carried
+            else:
+                intrinsic[label] = carried
+        self.flow(("ret", fn), intrinsic)
 
     def flow(self, node: Node, labels: Labels) -> None:
         if labels:

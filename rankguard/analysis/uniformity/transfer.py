@@ -28,11 +28,10 @@ from rankguard.analysis.reach import followed
 from rankguard.analysis.uniformity.agreement import Agreement
 from rankguard.analysis.uniformity.answers import Answers, constant_of
 from rankguard.analysis.uniformity.branches import Sides
-from rankguard.analysis.uniformity.callbacks import CALLED, Callables
+from rankguard.analysis.uniformity.callbacks import Callables
 from rankguard.analysis.uniformity.existence import deciding, existence, handed, tested
 from rankguard.analysis.uniformity.facts import ProgramFacts
 from rankguard.analysis.uniformity.lattice import (
-    MAX_STEPS,
     Env,
     FunctionFlow,
     Labels,
@@ -46,7 +45,9 @@ from rankguard.analysis.uniformity.lattice import (
 )
 from rankguard.analysis.uniformity.relays import Relays
 from rankguard.analysis.uniformity.roots import RootViews
+from rankguard.analysis.uniformity.trees import displayed, same_sides
 from rankguard.analysis.uniformity.tuples import Items, TupleItems, forget
+from rankguard.analysis.uniformity.zipped import loop_items
 from rankguard.model.binding import bind
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import (
@@ -170,8 +171,9 @@ class Walker:
     def loop(self, stmt: Stmt, labels: Labels, env: Env) -> Env:
         if stmt.targets:
             text = f"for {', '.join(segs_text(t) for t in stmt.targets)} in {stmt.text}"
-            items = self.ref(stmt.truths[0], env, stmt.line) if stmt.truths else labels
-            self.bind(stmt.targets, through(items, self.step(stmt.line, text)), env)
+            step = self.step(stmt.line, text)
+            for target, item in zip(stmt.targets, loop_items(self, stmt, env, labels), strict=True):
+                self.bind((target,), through(item, step), env)
         body, orelse = (*stmt.blocks, (), ())[:2]
         after = join([env, self.block(body, dict(env))])
         if not self._carrying:
@@ -192,17 +194,7 @@ class Walker:
         # group's collectives through it takes what the group agreed instead (`Walker.call`).
         handing = handed(stmt, labels, self.results, self.f.program, self.fn)
         self.answers.returned(constant_of(stmt, self.is_class), handing)
-        intrinsic: Labels = {}
-        for label, steps in labels.items():
-            carried = (step, *steps)[:MAX_STEPS]
-            if isinstance(label, tuple) and label[0] == "param" and label[1] == self.fn:
-                into = self.out.ret_calls if label[3:] == (CALLED,) else self.out.ret_params
-                known = into.get(label[2])
-                if known is None or len(carried) < len(known):
-                    into[label[2]] = carried
-            else:
-                intrinsic[label] = carried
-        self.out.flow(("ret", self.fn), intrinsic)
+        self.out.returns(self.fn, step, labels)
         self.relays.returned(labels)
 
     def is_class(self, segs: Segs) -> bool:
@@ -233,7 +225,8 @@ class Walker:
         for name, agreed in state.kills:
             env[name] = dict(agreed)
         self.results = state.results
-        return out
+        sides = same_sides(self, stmt, env)  # `tqdm(xs) if rank == 0 else xs`: not the test
+        return out if sides is None else sides
 
     def call(self, call: CallSite, env: Env, state: _Statement) -> Labels:
         program = self.f.program
@@ -245,6 +238,9 @@ class Walker:
         named: Source | None = None  # a rank id its name gives a dimension
         if kind == "rank-id":
             rank = self.rank_source(call.target, call.line)
+            groups = set() if rank.dimension else self.f.calls.names.named_groups(self.record, call)
+            if len(groups) == 1:  # `dist.get_rank(group=tp_group)`: its id in that group
+                rank = replace(rank, dimension=groups.pop())
             result[rank] = ()
             named = rank if rank.dimension else None
         elif kind is not None:
@@ -291,6 +287,9 @@ class Walker:
         if primitive or uniform:
             merge(result, agreed)
             return result  # agreed by the group, or uniform by construction
+        if displayed(self, call):  # `tqdm(xs, disable=rank != 0)`: the rest is display
+            merge(result, next((labels for o, labels in operands if o is call.operands[0]), {}))
+            return result
         if not internal:
             # Outside the program: its result is computed from its receiver and arguments,
             # except a placement method's (`x.to(device)` holds what `x` holds).
