@@ -38,10 +38,15 @@ from rankguard.model.placement import (
 )
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord, Target
+from rankguard.model.returns import ReturnPlacement
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt, segs_text
 
 _TENSOR = "torch.Tensor()"  # an instance, as the model names one of a class outside
 _PROPERTY_DECORATORS = frozenset(("property", "cached_property"))
+
+
+# Decorators that hand the caller the function's own result.
+_KEEP_RESULT = frozenset((("staticmethod",), ("classmethod",), ("abstractmethod",), ("override",)))
 
 
 class CallClassifier:
@@ -56,10 +61,17 @@ class CallClassifier:
         self._property_names: frozenset[str] | None = None
         self._property_memo: dict[tuple[str, Segs], tuple[str, ...]] = {}
         functions = program.functions.items()
-        self.placement = AttributePlacement(
-            {name: record.info.body for name, record in functions},
-            {name: frozenset(p.name for p in record.info.params) for name, record in functions},
+        bodies = {name: record.info.body for name, record in functions}
+        params = {name: frozenset(p.name for p in record.info.params) for name, record in functions}
+        self.placement = AttributePlacement(bodies, params)
+        # A generator returns no value of its body's; a decorator may return another value.
+        opaque = frozenset(
+            name
+            for name, record in functions
+            if record.info.is_generator
+            or any(d[-1:] not in _KEEP_RESULT for d in record.info.decorators)
         )
+        self.returns = ReturnPlacement(bodies, params, opaque, self.placement.attribute)
 
     # -- model lookups -------------------------------------------------------------------------
     def function_cadence(self, name: str) -> str | None:

@@ -72,6 +72,7 @@ class KeptSummaries:
         ]
         tables = (
             sorted(classify.placement.table().items()),
+            sorted(classify.returns.table().items()),
             context.stability.table(),
             sorted(classify.property_names()),
             classes,

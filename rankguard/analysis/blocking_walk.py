@@ -47,7 +47,13 @@ from rankguard.analysis.drained import (
 from rankguard.analysis.memo import building, past_return
 from rankguard.analysis.narrowing import class_test
 from rankguard.analysis.passed import binding_facts, held_in, narrowed
-from rankguard.analysis.precision import assigned_fact, cadence_of
+from rankguard.analysis.precision import (
+    assigned_fact,
+    bound_afresh,
+    cadence_of,
+    rebound,
+    returned,
+)
 from rankguard.analysis.reach import edge_of, followed
 from rankguard.analysis.receivers import RECEIVER, Receiver
 from rankguard.analysis.results import at_call, none_tests
@@ -204,7 +210,7 @@ class Walk:
         # computed first), for the local it binds and for `analysis.drained`.
         single = len(stmt.targets) == 1
         attrs = self.a.classify.placement.attribute
-        needed = single or marked(state.known)
+        needed = single or marked(state.known) or stmt.kind == "assign"
         place = of_tree(stmt.tree, state.env, state.known, attrs) if needed else None
         state = assigned(stmt.tree, place, stmt.targets, self._forget_facts(state, stmt.targets))
         names = [".".join(t) for t in stmt.targets if CALL not in t and SUBSCRIPT not in t]
@@ -213,12 +219,21 @@ class Walk:
         env = dict(state.env)
         fact = assigned_fact(stmt, place) if single else None
         facts = dict.fromkeys(names, fact)
-        if stmt.kind == "loop" and not single and len(names) == len(stmt.targets):
+        whole = len(names) == len(stmt.targets)
+        if stmt.kind == "loop" and not single and whole:
             # `for i, x in enumerate(xs)`, `for a, b in zip(xs, ys)`: an element of each
             paired = unpacked(stmt.tree, len(names), state.env, state.known, attrs)
             facts = dict(zip(names, paired, strict=True)) if paired else facts
+        elif stmt.kind == "assign" and whole and place is None:
+            # `order, rows = permute(ids)`: what the callee returns on every path
+            paired = returned(self.a.program, self.fn, self.a.classify.returns, stmt, len(names))
+            facts = dict(zip(names, paired, strict=True)) if paired else facts
+        elif stmt.kind == "assign" and not single and whole and place is not None:
+            # `values, counts = torch.unique(x, return_counts=True)`: each part of a tensor
+            # function's result, or of a tensor, lives where the whole does
+            facts = dict.fromkeys(names, place)
         for name, fact in facts.items():
-            _rebound(env, name)
+            rebound(env, name)
             if fact is not None:
                 env[name] = fact
         return self.certain_result(stmt, state.evolve(env=env))
@@ -257,14 +272,18 @@ class Walk:
         env = dict(state.env)
         for target in targets:
             if len(target) == 1:
-                _rebound(env, target[0])
+                rebound(env, target[0])
         return state if len(env) == len(state.env) else state.evolve(env=env)
 
     def loop(self, stmt: Stmt, state: State, guards: Guards, cadence: str | None) -> State | None:
         # A `for` header advances what it iterates: a generator's body runs here. Its target
         # takes an element of what it iterates, which lives where that does.
+        # Every pass binds the target afresh, to an element of what was iterated from the start
+        # (`for row in rows: row = row.item()` reads a row each time, not the last number).
         state = self.assign(stmt, self.calls(stmt.calls, state, guards, cadence, advance=True))
         entry = current = state
+        names = [t[0] for t in stmt.targets if len(t) == 1]
+        element = {name: state.env.get(name) for name in names}
         breaks: list[State] = []
         for _ in range(_MAX_LOOP_PASSES):
             self.loops.append(([], []))
@@ -273,6 +292,8 @@ class Walk:
             breaks.extend(broke)
             following = join([entry, out, *continued])
             assert following is not None
+            if element:
+                following = following.evolve(env=bound_afresh(following.env, element))
             if same(following, current):
                 break
             current = following
@@ -474,11 +495,3 @@ def _run_past(stmt: Stmt) -> Sequence[CallSite]:
         return stmt.calls
     failing = (stmt.cond, False)
     return tuple(c for c in stmt.calls if failing not in c.under)
-
-
-def _rebound(env: dict[str, str], name: str) -> None:
-    """Forget what `env` says of `name` and of its attributes (`result.ids`): it names another
-    object now."""
-    prefix = name + "."
-    for key in [k for k in env if k == name or k.startswith(prefix)]:
-        del env[key]

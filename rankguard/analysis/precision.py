@@ -10,9 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
+from rankguard.analysis.reach import followed
 from rankguard.catalogs.catalog import BlockingEntry
 from rankguard.model.facts import FALSY, TRUTHY, Cond, Facts, Symbol, contradicts
-from rankguard.model.placement import Attrs, Env, of_segs, of_tree, produced
+from rankguard.model.placement import Attrs, Env, agree, of_segs, of_tree, produced
+from rankguard.model.program import Program
+from rankguard.model.returns import ReturnPlacement
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Operand, Segs, Stmt
 
 CLOCK = "clock"  # a local holding a time reading
@@ -166,3 +169,43 @@ def cadence_of(condition: str, env: Mapping[str, str]) -> str | None:
         return None
     every, last = match.group("every").strip(), match.group("last")
     return f"time cadence: `{condition.strip()}` (every {every} on `{last}`)"
+
+
+def returned(
+    program: Program, fn: str, returns: ReturnPlacement, stmt: Stmt, count: int
+) -> tuple[str | None, ...] | None:
+    """Where each of `count` targets bound to a call's result (`stmt`, in `fn`) lives, when
+    every function the call may run returns it so on every path (`model.returns`)."""
+    if stmt.tree[:1] != ("call",) or len(stmt.tree) > 4:
+        return None
+    call = next((c for c in reversed(stmt.calls) if c.target == stmt.tree[1]), None)
+    if call is None:
+        return None
+    targets = followed(program, fn, call)
+    if not targets or any(t.name not in program.functions for t in targets):
+        return None  # something outside the program may run: what it returns is unknown
+    found = [returns.of(t.name, count) for t in targets]
+    if any(f is None for f in found):
+        return None
+    out = found[0]
+    for other in found[1:]:
+        out = tuple(agree(a, b) for a, b in zip(out, other, strict=True))
+    return out
+
+
+def rebound(env: dict[str, str], name: str) -> None:
+    """Forget what `env` says of `name` and of its attributes (`result.ids`): it names another
+    object now."""
+    prefix = name + "."
+    for key in [k for k in env if k == name or k.startswith(prefix)]:
+        del env[key]
+
+
+def bound_afresh(env: Mapping[str, str], element: Mapping[str, str | None]) -> dict[str, str]:
+    """`env` with each loop target bound again to what it takes on every pass (`element`)."""
+    out = dict(env)
+    for name, place in element.items():
+        rebound(out, name)
+        if place is not None:
+            out[name] = place
+    return out

@@ -9,9 +9,12 @@ and elementwise methods (`.sum()`, `.float()`, `.detach()`, ...) keep the placem
 receiver. Operators and tensor functions (`a % n`, `x == 0`, `torch.cumsum(x)`, `F.pad(x, p)`)
 make their result where their tensor operands live (`combined`), and so do einops' functions
 (`einops.reduce(x, ...)`). A `for` that unpacks `enumerate(xs)` or `zip(xs, ys)` gives each
-target an element of the iterable it pairs with (`unpacked`). A `torch.device(...)` or a
-device string is itself given the placement it names, so `device = torch.device("cpu" if c
-else "cuda")` followed by `torch.empty(n, device=device)` is decided by what is known of `c`.
+target an element of the iterable it pairs with (`unpacked`); unpacking a value whose placement
+is known (`values, counts = torch.unique(x, return_counts=True)`) gives each part that
+placement; what a function returns on every path, read from its body with its parameters
+unknown, is where its caller binds it (`model.returns`). A `torch.device(...)` or a device
+string is itself given the placement it names, so `device = torch.device("cpu" if c else
+"cuda")` followed by `torch.empty(n, device=device)` is decided by what is known of `c`.
 A test on a tensor's device (`assert x.device == cpu`, `if x.is_cpu:`) places it on the side
 taken (`asserted`).
 

@@ -126,3 +126,79 @@ def test_a_name_bound_again_forgets_what_was_known_of_it_and_of_its_attributes(t
                 dist.barrier()
         """,
     )
+
+
+def test_what_a_function_returns_on_every_path_is_placed_where_it_is_called(tmp_path: Path):
+    _marked_with_code(
+        tmp_path,
+        """
+        def traced(fn):
+            return fn
+
+        @traced
+        def wrapped_ids(n):
+            return torch.zeros(n)
+
+        class Backend:
+            @staticmethod
+            def permutation(indices, lens_cpu):
+                indices = torch.tensor(indices, dtype=torch.int32)
+                rows = torch.repeat_interleave(indices, lens_cpu)
+                order = torch.argsort(rows)
+                return order, rows[order]
+
+            def segments(self, weights, size):
+                unique, counts = torch.unique_consecutive(weights, return_counts=True)
+                out = []
+                for weight, group in zip(unique, counts):
+                    out.append(weight.item() + group.item() // size)
+                return out
+
+            def maybe(self, n, flag):
+                if flag:
+                    return torch.zeros(n)
+                return torch.ones(n, device="cuda")
+
+            def prepare(self, indices, lens, n, step):
+                order, weights = Backend.permutation(indices, lens)
+                a = self.segments(weights, 4)
+                b = order.tolist()
+                c = self.maybe(n, n > 2).tolist()  # expect
+                step(n)  # may launch work
+                d, e = self.maybe(n, True), 0
+                f = d.tolist()  # expect
+                step(n)
+                values, at = torch.sort(torch.ones(n, device="cuda"))
+                g = at.tolist()  # expect
+                step(n)
+                h = wrapped_ids(n)  # a decorator may hand back another value
+                i = h.tolist()  # expect
+
+        def event_loop(b: Backend, indices, lens, n, step):
+            while True:
+                b.prepare(indices, lens, n, step)
+                dist.barrier()
+        """,
+    )
+
+
+def test_every_pass_of_a_loop_binds_its_target_afresh(tmp_path: Path):
+    _marked_with_code(
+        tmp_path,
+        """
+        def event_loop(n, step):
+            while True:
+                host = torch.zeros(n)
+                dev = torch.ones(n, device="cuda")
+                for row in host:
+                    row = row.item()
+                    step(n)  # may launch work
+                for weight, count in zip(host, host):
+                    count = count.item()
+                    step(count)
+                for row in dev:
+                    row = row.item()  # expect
+                    step(n)
+                dist.barrier()
+        """,
+    )
