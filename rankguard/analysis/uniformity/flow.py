@@ -4,7 +4,9 @@ The solve is the round-state induction. An attribute is a node fed by every stor
 feed into it, anywhere in the program; it is varying exactly when some varying source reaches
 it through those flows (the least fixed point, computed breadth first from the sources). So
 state maintained only from uniform inputs (requests broadcast to the group, counts a collective
-reduced) stays uniform across rounds, and this is checked over every store, not assumed.
+reduced) stays uniform across rounds, and this is checked over every store, not assumed. Only
+the nodes a kept condition or a seed can read from are solved (`_upstream`): on sglang the rest
+of the graph cost more than half the solve and its memory.
 
 Group-awareness comes last: a rank id carries its dimension, and `varying(...)` keeps only the
 sources that can differ inside the collective's group.
@@ -79,6 +81,7 @@ class UniformityFlow:
         for name in _callees_first(program):
             record = program.functions[name]
             self.flows[name] = kept.flow(record) if kept else Walker(self, record).run()
+        self.asked = self._asked()  # the only nodes solved: `sources_of` answers no other
         self.sources = self._solve()
         self.seeded = self._seeded()
 
@@ -117,13 +120,24 @@ class UniformityFlow:
     def _solve(self) -> dict[Node, dict[Source, tuple[Step, ...]]]:
         """Breadth first from every source: each node keeps its first few sources, then only
         those no kept one covers (`_covered`), so no group a node varies over is lost. The
-        queue holds millions of acyclic tuples: the cyclic collector waits (`paused_gc`)."""
+        queue holds millions of acyclic tuples: the cyclic collector waits (`paused_gc`).
+
+        Only nodes some question can reach are solved (`_asked`, `_upstream`): what arrives at
+        a node comes only from nodes upstream of it, in the same order whether or not the
+        others are solved too (each node's sources, cap and cover are its own), so the asked
+        nodes' answers are the whole solve's."""
         with paused_gc():
             forward: dict[Label, list[tuple[Node, tuple[Step, ...]]]] = {}
             for name in sorted(self.flows.keys() - self.elsewhere):
                 for node, labels in self.flows[name].edges.items():
                     for label, steps in labels.items():
                         forward.setdefault(label, []).append((node, steps))
+            wanted = _upstream(forward, self.asked)
+            forward = {
+                label: [(node, steps) for node, steps in edges if node in wanted]
+                for label, edges in forward.items()
+                if label in wanted or isinstance(label, Source)
+            }
             result: dict[Node, dict[Source, tuple[Step, ...]]] = {}
             kept: dict[tuple[Node, tuple[str, str, str]], set[frozenset[str]]] = {}
             agreed: dict[tuple[Source, str], Source] = {}  # each `agreed_over` made once
@@ -153,6 +167,19 @@ class UniformityFlow:
                     queue.append((nxt, source, (*steps, *chain)[:18]))
             return result
 
+    def _asked(self) -> set[Node]:
+        """Every node a question may name: the labels of kept conditions (`condition_sources`;
+        a flow keeps them only in functions the rounds reach) and of what seeds a generator
+        (`_seeded`), the only labels `sources_of` is given."""
+        asked: set[Node] = set()
+        for name, flow in self.flows.items():
+            for labels in flow.conditions.values():
+                asked.update(label for label in labels if not isinstance(label, Source))
+            if name not in self.elsewhere:
+                for labels in flow.seeds.values():
+                    asked.update(label for label in labels if not isinstance(label, Source))
+        return asked
+
     def _seeded(self) -> dict[str, list[Source]]:
         """What seeds each generator the program seeds: a draw from it is as uniform as every
         value it is seeded with (each rank draws the same sequence from the same seed). A
@@ -167,9 +194,13 @@ class UniformityFlow:
         """Every source a set of labels stands for, nearest first."""
         found: dict[Source, tuple[Step, ...]] = {}
         for label, steps in labels.items():
-            candidates: dict[Source, tuple[Step, ...]] = (
-                {label: ()} if isinstance(label, Source) else self.sources.get(label, {})
-            )
+            candidates: dict[Source, tuple[Step, ...]]
+            if isinstance(label, Source):
+                candidates = {label: ()}
+            elif label in self.asked:
+                candidates = self.sources.get(label, {})
+            else:  # never solved: an empty answer would read as uniform
+                raise LookupError(f"{label}: not solved (only what conditions and seeds name)")
             for source, chain in candidates.items():
                 full = (*steps, *chain)
                 if source not in found or len(full) < len(found[source]):
@@ -215,6 +246,24 @@ class UniformityFlow:
             dimension = source.dimension or None
             return not groups or any(not catalog.rank_uniform_over(dimension, g) for g in groups)
         return True
+
+
+def _upstream(
+    forward: dict[Label, list[tuple[Node, tuple[Step, ...]]]], asked: set[Node]
+) -> set[Label]:
+    """`asked` and every label from which a flow reaches one of them."""
+    backward: dict[Node, list[Label]] = {}
+    for label, edges in forward.items():
+        for node, _steps in edges:
+            backward.setdefault(node, []).append(label)
+    found: set[Label] = set(asked)
+    stack: list[Label] = list(asked)
+    while stack:
+        for label in backward.get(stack.pop(), ()):  # type: ignore[call-overload]
+            if label not in found:
+                found.add(label)
+                stack.append(label)
+    return found
 
 
 def _covered(source: Source, alike: Collection[frozenset[str]]) -> bool:
