@@ -52,16 +52,15 @@ def displayed(walker: Walker, call: CallSite) -> bool:
     """Whether `call` wraps a progress display around its first argument, given plainly
     (`tqdm(xs, disable=...)`; not `tqdm(iterable=xs)`, `tqdm(*args)` or `tqdm(total=n)`)."""
     operands = call.operands
-    return (
-        bool(operands)
-        and operands[0].keyword is None
-        and not any(o.keyword in ("*", "**") for o in operands)
-        and walker.catalog.is_display(callee_names(walker, call))
-        and not any(
-            t.name in walker.f.program.functions
-            for t in followed(walker.f.program, walker.fn, call)
-        )
-    )
+    if not operands or operands[0].keyword is not None:
+        return False
+    if any(o.keyword in ("*", "**") for o in operands):
+        return False
+    program = walker.f.program
+    names = [t.name for t in followed(program, walker.fn, call)]
+    if any(name in program.functions for name in names):
+        return False  # the program's own function of that name
+    return walker.catalog.is_display(names or [segs_text(call.target)])
 
 
 def same_sides(walker: Walker, stmt: Stmt, env: Env) -> Labels | None:
