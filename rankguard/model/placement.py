@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from rankguard.model.facts import UNKNOWN, Cond, Facts, choose
-from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt
+from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt, walk_statements
 
 CPU, DEVICE, SCALAR = "cpu", "device", "scalar"
 HOST = frozenset((CPU, SCALAR))  # no device data: a sync on it reads nothing from a device
@@ -369,7 +369,7 @@ class AttributePlacement:
         found: dict[str, str | None] = {}
         values: dict[str, list[Given]] = {}  # name -> what each assignment gives it
         for function, body in self._bodies.items():
-            flat = _flat(body)
+            flat = list(walk_statements(body))
             assigns = [s for s in flat if s.kind == "assign" and s.tree]
             # Bound once by any statement (a `for` or `with` target binds too), never on entry.
             single = Counter(t[0] for s in flat for t in s.targets if len(t) == 1)
@@ -423,12 +423,3 @@ def _counts_itself(name: str, given: list[Given], found: Mapping[str, str | None
 
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float))
-
-
-def _flat(body: tuple[Stmt, ...]) -> list[Stmt]:
-    out: list[Stmt] = []
-    for stmt in body:
-        out.append(stmt)
-        for block in stmt.blocks:
-            out.extend(_flat(block))
-    return out

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Mapping
 
 from rankguard.model.placement import Attrs, agree, of_tree
-from rankguard.summary.ir import Stmt
+from rankguard.summary.ir import Stmt, walk_statements
 
 TUPLE = "tuple"  # in the table: what follows is a tuple display's placements, position by position
 
@@ -52,7 +52,7 @@ class ReturnPlacement:
     def _returned(self, function: str, body: tuple[Stmt, ...]) -> tuple[str | None, ...] | None:
         if function in self._opaque:
             return None
-        flat = _flat(body)
+        flat = list(walk_statements(body))
         single = Counter(t[0] for s in flat for t in s.targets if len(t) == 1)
         single.update(self._params.get(function, ()))
         env: dict[str, str] = {}
@@ -79,12 +79,3 @@ class ReturnPlacement:
         for _, places in shapes:
             out = tuple(agree(a, b) for a, b in zip(out, places, strict=True))
         return (TUPLE, *out) if display else out
-
-
-def _flat(body: tuple[Stmt, ...]) -> list[Stmt]:
-    out: list[Stmt] = []
-    for stmt in body:
-        out.append(stmt)
-        for block in stmt.blocks:
-            out.extend(_flat(block))
-    return out
