@@ -287,7 +287,7 @@ class Walker:
         if primitive or uniform:
             merge(result, agreed)
             return result  # agreed by the group, or uniform by construction
-        if displayed(self, call):  # `tqdm(xs, disable=rank != 0)`: the rest is display
+        if not internal and displayed(self, call, names):  # `tqdm(xs, disable=rank != 0)`
             merge(result, next((labels for o, labels in operands if o is call.operands[0]), {}))
             return result
         if not internal:

@@ -48,19 +48,22 @@ def builtin_call(walker: Walker, stmt: Stmt, tree: Tree, name: str) -> bool:
     return bool(calls) and all(callee_names(walker, c) == [f"<builtin>.{name}"] for c in calls)
 
 
-def displayed(walker: Walker, call: CallSite) -> bool:
+def displayed(walker: Walker, call: CallSite, names: list[str] | None = None) -> bool:
     """Whether `call` wraps a progress display around its first argument, given plainly
-    (`tqdm(xs, disable=...)`; not `tqdm(iterable=xs)`, `tqdm(*args)` or `tqdm(total=n)`)."""
+    (`tqdm(xs, disable=...)`; not `tqdm(iterable=xs)`, `tqdm(*args)` or `tqdm(total=n)`).
+    `names`: what `Walker.call` already resolved an outside call to."""
     operands = call.operands
     if not operands or operands[0].keyword is not None:
         return False
     if any(o.keyword in ("*", "**") for o in operands):
         return False
-    program = walker.f.program
-    names = [t.name for t in followed(program, walker.fn, call)]
-    if any(name in program.functions for name in names):
-        return False  # the program's own function of that name
-    return walker.catalog.is_display(names or [segs_text(call.target)])
+    if names is None:
+        program = walker.f.program
+        targets = [t.name for t in followed(program, walker.fn, call)]
+        if any(name in program.functions for name in targets):
+            return False  # the program's own function of that name
+        names = targets or [segs_text(call.target)]
+    return walker.catalog.is_display(names)
 
 
 def same_sides(walker: Walker, stmt: Stmt, env: Env) -> Labels | None:
