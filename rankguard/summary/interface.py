@@ -66,6 +66,32 @@ def mentioned_in(fn: FunctionInfo) -> set[str]:
     return names
 
 
+def handed_on(fn: FunctionInfo) -> frozenset[str]:
+    """The names a method calls on the definitions its class overrides or inherits:
+    `super().n(...)`, `super(C, self).n(...)`, `Base.n(self, ...)`. Whether a base's method
+    runs on a subclass's objects depends on them (`model.hierarchy.running`), so they are part
+    of the interface."""
+    me = fn.params[0].name if fn.params and fn.cls else None
+    names: set[str] = set()
+    for stmt in walk_statements(fn.body):
+        for call in stmt.calls:
+            target = call.target
+            if len(target) < 2:
+                continue
+            if target[0].startswith("super") or (me is not None and call.args[:1] == (me,)):
+                names.add(target[-1])
+    return frozenset(names)
+
+
+def unbound_refs(fn: FunctionInfo) -> frozenset[str]:
+    """The method names a body takes from a class as values (`{Kind.A: Base.handle}`,
+    `register(Base.handle)`): called later with any object, such a method may run on a
+    subclass that overrides it (`model.hierarchy.running`)."""
+    return frozenset(
+        segs[-1] for segs, _ in fn.value_refs if len(segs) >= 2 and segs[-2][:1].isupper()
+    )
+
+
 def _bindings(fn: FunctionInfo) -> list[tuple[object, ...]]:
     """Line-free: each binding or return statement with what it reads and binds."""
     return [
@@ -109,6 +135,9 @@ def interface_digest(summary: FileSummary) -> str:
         # Class-like (capitalised) names the body mentions: naming a class anywhere keeps it
         # among the receivers of class-hierarchy dispatch in every module.
         parts.append(sorted(n for n in mentioned_in(fn) if n[:1].isupper()))
+        if fn.cls:
+            parts.append(sorted(handed_on(fn)))
+        parts.append(sorted(unbound_refs(fn)))
         if not fn.qualname:
             parts.append(_module_body(fn))
         elif fn.qualname in bearing or fn.qualname in enclosing:
