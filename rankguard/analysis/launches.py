@@ -7,11 +7,12 @@ event's marker or timing read (`end.record()`, `start.elapsed_time(end)`), a wai
 stream or event (`done.synchronize()`), a host-only standard
 library helper (`itertools.repeat`, `collections.deque`, `math.ceil`), building
 a record (a class with no constructor of its own, a `msgspec.Struct`), or a program function
-whose body calls only quiet things and computes no operator (`x * 2` may be a kernel). A
-function on a cycle of calls, or one with a `with` block (its exit runs code this does not see),
-is not taken as quiet. The answer does not depend on which caller asks first: a function on a
-cycle is not quiet whichever member is entered, and the depth bound is a guard against runaway
-recursion, far beyond real helper chains, not a cut that decides answers.
+whose body calls only quiet things and computes no operator (`x * 2` may be a kernel). One
+with a `with` block (its exit runs code this does not see) is not taken as quiet. Functions
+that call each other (a recursive walk of a tree that collects values on the host) are quiet
+together where nothing else they call launches: whatever finite run they make, each step calls
+only quiet things or each other. The answer is the largest such set, so it does not depend on
+which caller asks first.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ import re
 from collections.abc import Sequence
 
 from rankguard.analysis.drained import host_call, operates
+from rankguard.analysis.reach import followed
 from rankguard.model.program import Program
 from rankguard.model.records import Target
 from rankguard.summary.ir import CallSite, walk_statements
 
-_DEPTH = 64
 # Constructors of record types from outside the program: they store their fields.
 _RECORD_INITS = frozenset(
     ("msgspec.Struct.__init__", "typing.NamedTuple.__init__", "builtins.object.__init__")
@@ -55,56 +56,98 @@ class Launches:
     def __init__(self, program: Program) -> None:
         self.program = program
         self._quiet: dict[str, bool] = {}
-        self._stack: set[str] = set()
 
-    def quiet_call(self, call: CallSite, targets: Sequence[Target], depth: int = 0) -> bool:
+    def quiet_call(self, call: CallSite, targets: Sequence[Target]) -> bool:
         """Nothing `call` may run launches device work."""
+        functions = self._callees(call, targets)
+        return functions is not None and all(self._quiet_function(n) for n in functions)
+
+    def in_program(self, targets: Sequence[Target]) -> bool:
+        """The call may run a function or class of the program: its name says nothing of
+        what it does."""
+        program = self.program
+        return any(t.name in program.functions or t.name in program.classes for t in targets)
+
+    def runs_program(self, fn: str, call: CallSite) -> bool:
+        """`call`, made in `fn`, may run the program's own code."""
+        return self.in_program(followed(self.program, fn, call))
+
+    def quiet_function(self, name: str) -> bool:
+        """Nothing the program function `name` may run launches device work (a property
+        read runs one with no call in the source)."""
+        return self._quiet_function(name)
+
+    def _quiet_function(self, name: str) -> bool:
+        found = self._quiet.get(name)
+        if found is not None:
+            return found
+        # Every function `name` reaches through bodies that launch nothing of their own
+        # (`_own`): those are quiet unless one reaches a function that launches. The largest
+        # such set (a greatest fixpoint): a cycle of host helpers is quiet together.
+        callees: dict[str, frozenset[str]] = {}
+        loud: set[str] = set()
+        todo = [name]
+        while todo:
+            current = todo.pop()
+            if current in callees or current in self._quiet:
+                continue
+            own = self._own(current)
+            callees[current] = own if own is not None else frozenset()
+            if own is None:
+                loud.add(current)
+            else:
+                todo.extend(own)
+        callers: dict[str, set[str]] = {}
+        for caller, called in callees.items():
+            for callee in called:
+                if self._quiet.get(callee) is False:
+                    loud.add(caller)
+                callers.setdefault(callee, set()).add(caller)
+        spread = list(loud)
+        while spread:
+            for caller in callers.get(spread.pop(), ()):
+                if caller not in loud:
+                    loud.add(caller)
+                    spread.append(caller)
+        for current in callees:
+            self._quiet[current] = current not in loud
+        return self._quiet[name]
+
+    def _own(self, name: str) -> frozenset[str] | None:
+        """The program functions `name`'s body may call, where nothing else in it launches
+        work (no operator, no `with`, every other call quiet by itself); else None."""
+        record = self.program.functions[name]
+        resolved = {id(r.call): r.targets for r in self.program.calls.get(name, ())}
+        called: set[str] = set()
+        for stmt in walk_statements(record.info.body):
+            if stmt.kind == "with" or operates(stmt.tree):
+                return None
+            for call in stmt.calls:
+                if any(_OPERATOR_TEXT & set(arg) for arg in call.args):
+                    return None
+                functions = self._callees(call, resolved.get(id(call), ()))
+                if functions is None:
+                    return None
+                called |= functions
+        return frozenset(called)
+
+    def _callees(self, call: CallSite, targets: Sequence[Target]) -> frozenset[str] | None:
+        """The program functions a call may run, where what else it may run is quiet by
+        itself; else None."""
         program = self.program
         inside = [t for t in targets if t.name in program.functions or t.name in program.classes]
         outside = [t for t in targets if t not in inside]
         if not inside and not any(t.name in _RECORD_INITS for t in outside):
-            return (
+            quiet = (
                 host_call(call)
                 or _container_method(call)
                 or _event_marker(outside)
                 or _host_library(outside)
             )
+            return frozenset() if quiet else None
         if any(t.name not in _RECORD_INITS for t in outside):
-            return False
-        functions = [t.name for t in inside if t.name in program.functions]
-        return all(self._quiet_function(name, depth + 1) for name in functions)
-
-    def quiet_function(self, name: str) -> bool:
-        """Nothing the program function `name` may run launches device work (a property
-        read runs one with no call in the source)."""
-        return self._quiet_function(name, 0)
-
-    def _quiet_function(self, name: str, depth: int) -> bool:
-        found = self._quiet.get(name)
-        if found is not None:
-            return found
-        if depth > _DEPTH or name in self._stack:
-            return False
-        self._stack.add(name)
-        try:
-            found = self._body_quiet(name, depth)
-        finally:
-            self._stack.discard(name)
-        self._quiet[name] = found
-        return found
-
-    def _body_quiet(self, name: str, depth: int) -> bool:
-        record = self.program.functions[name]
-        resolved = {id(r.call): r.targets for r in self.program.calls.get(name, ())}
-        for stmt in walk_statements(record.info.body):
-            if stmt.kind == "with" or operates(stmt.tree):
-                return False
-            for call in stmt.calls:
-                if any(_OPERATOR_TEXT & set(arg) for arg in call.args):
-                    return False
-                if not self.quiet_call(call, resolved.get(id(call), ()), depth):
-                    return False
-        return True
+            return None
+        return frozenset(t.name for t in inside if t.name in program.functions)
 
 
 def _host_library(targets: Sequence[Target]) -> bool:
