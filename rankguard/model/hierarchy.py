@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rankguard.summary.interface import handed_on, mentioned_in, unbound_refs
+from rankguard.summary.interface import ANY_METHOD, handed_on, mentioned_in, unbound_refs
 
 if TYPE_CHECKING:
     from rankguard.model.program import Program
@@ -34,7 +34,7 @@ class Hierarchy:
         self._mentioned: frozenset[str] | None = None
         self._receivers: dict[str, tuple[str, ...]] = {}
         self._running: dict[tuple[str, str], tuple[str, ...]] = {}
-        self._handed_on: dict[str, frozenset[str]] = {}
+        self._handed_on: dict[str, frozenset[str]] | None = None
         self._unbound_names: frozenset[str] | None = None
 
     def mentioned(self) -> frozenset[str]:
@@ -77,16 +77,16 @@ class Hierarchy:
 
     def running(self, cls: str, method: str) -> tuple[str, ...]:
         """The classes `self` may be while `method`, a method of `cls`, runs: those `receivers`
-        gives whose own lookup of its name finds it, or passes through overrides that each
-        hand on to the next definition. A method bound under another name than its own (`f =
-        g` in a class body), or of a name some class's method is taken by as a value (a
-        table's `Base.handle`, run later on any object), keeps them all."""
+        gives that may run it (`_runs`). A method bound under another name than its own, or
+        whose name some body takes from a class (a table's `Base.handle`, `Base.handle(obj)`,
+        `getattr(Base, name)`: run later on any object), keeps them all."""
         key = (cls, method)
         cached = self._running.get(key)
         if cached is None:
             name = self.p.functions[method].info.name
             everyone = self.receivers(cls)
-            if self.p.classes[cls].methods.get(name) != method or name in self._unbound():
+            unbound = self._unbound()
+            if self.p.classes[cls].methods.get(name) != method or {name, ANY_METHOD} & unbound:
                 cached = everyone
             else:
                 cached = tuple(c for c in everyone if self._runs(c, name, method))
@@ -94,21 +94,17 @@ class Hierarchy:
         return cached
 
     def _runs(self, receiver: str, name: str, method: str) -> bool:
-        """Whether an object of class `receiver` runs `method` when its `name` is called: the
-        first definition up its MRO is `method`, or every override before it may hand on (a
-        method of a class on the way calls `super().name(...)` or `Base.name(self, ...)`)."""
-        handed: set[str] = set()
-        for ancestor in self.p.mro(receiver):
-            if ancestor not in self.p.classes:
-                continue
-            methods = self.p.classes[ancestor].methods
-            for qual in methods.values():
-                handed |= self._handed(qual)
-            qual = methods.get(name)
-            if qual == method:
-                return True
-            if qual is not None and name not in handed:
-                return False
+        """Whether an object of class `receiver` may run `method` when its `name` is called:
+        the first definition up its MRO is `method`, or a class anywhere in its MRO hands on
+        to a base's `name` (`super().name(...)`, `Base.name(self, ...)`, also from a closure).
+        """
+        mro = [c for c in self.p.mro(receiver) if c in self.p.classes]
+        if any(name in self._handed(c) for c in mro):
+            return True
+        for ancestor in mro:
+            qual = self.p.classes[ancestor].methods.get(name)
+            if qual is not None:
+                return qual == method
         return True  # not found on the way: nothing says it does not run
 
     def _unbound(self) -> frozenset[str]:
@@ -119,13 +115,18 @@ class Hierarchy:
             self._unbound_names = frozenset(names)
         return self._unbound_names
 
-    def _handed(self, qual: str) -> frozenset[str]:
-        found = self._handed_on.get(qual)
-        if found is None:
-            record = self.p.functions.get(qual)
-            found = handed_on(record.info) if record is not None else frozenset()
-            self._handed_on[qual] = found
-        return found
+    def _handed(self, cls: str) -> frozenset[str]:
+        """What the methods of `cls`, and the closures inside them, hand on to."""
+        if self._handed_on is None:
+            found: dict[str, set[str]] = {}
+            for qual, record in self.p.functions.items():
+                owner = qual
+                while "." in owner and owner not in self.p.classes:
+                    owner = owner.rsplit(".", 1)[0]
+                if owner in self.p.classes:
+                    found.setdefault(owner, set()).update(handed_on(record.info))
+            self._handed_on = {c: frozenset(n) for c, n in found.items()}
+        return self._handed_on.get(cls, frozenset())
 
     def _structural(self, protocol: str, known: list[str]) -> list[str]:
         wanted = {name for name in self.p.classes[protocol].methods if not name.startswith("_")}

@@ -15,7 +15,8 @@ class Value(NamedTuple):
 
     `items` is a container annotated with one element type (`List[T]`): `name` is the
     element's name and `bound` the element's kind, so iterating or subscripting it yields
-    `Value(bound, name)`.
+    `Value(bound, name)`. For `self` declared in a method, `bound` is that method's qualified
+    name: `self` is an object whose class runs it (`model.hierarchy.running`).
 
     `name` is a qualified name in the program (module, class, function), the class of an
     instance, or the dotted import path of something outside the program. `bound` is the class

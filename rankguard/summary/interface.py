@@ -24,6 +24,7 @@ bindings): a wider digest only costs reuse.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 from collections.abc import Iterable
 
@@ -167,30 +168,54 @@ def mentioned_in(fn: FunctionInfo) -> set[str]:
     return names
 
 
+def _class_like(name: str) -> bool:
+    return name.lstrip("_")[:1].isupper()
+
+
 def handed_on(fn: FunctionInfo) -> frozenset[str]:
-    """The names a method calls on the definitions its class overrides or inherits:
-    `super().n(...)`, `super(C, self).n(...)`, `Base.n(self, ...)`. Whether a base's method
-    runs on a subclass's objects depends on them (`model.hierarchy.running`), so they are part
-    of the interface."""
-    me = fn.params[0].name if fn.params and fn.cls else None
+    """The names a method (or a closure inside one) calls on the definitions its class
+    overrides or inherits: `super().n(...)`, `Base.n(self, ...)`. Whether a base's method runs
+    on a subclass's objects depends on them (`model.hierarchy.running`), so they are part of
+    the interface."""
+    me = {fn.params[0].name} if fn.params and fn.cls else set()
     names: set[str] = set()
     for stmt in walk_statements(fn.body):
         for call in stmt.calls:
             target = call.target
-            if len(target) < 2:
-                continue
-            if target[0].startswith("super") or (me is not None and call.args[:1] == (me,)):
+            if len(target) >= 2 and (
+                target[0] == "super()" or call.args[:1] in {(m,) for m in me | {"self"}}
+            ):
                 names.add(target[-1])
     return frozenset(names)
 
 
+ANY_METHOD = "*"  # `getattr(Cls, name)`: a method of any name taken from a class
+
+
 def unbound_refs(fn: FunctionInfo) -> frozenset[str]:
-    """The method names a body takes from a class as values (`{Kind.A: Base.handle}`,
-    `register(Base.handle)`): called later with any object, such a method may run on a
-    subclass that overrides it (`model.hierarchy.running`)."""
-    return frozenset(
-        segs[-1] for segs, _ in fn.value_refs if len(segs) >= 2 and segs[-2][:1].isupper()
-    )
+    """The method names a body takes from a class rather than calling them on an object
+    (`{1: Base.handle}`, `Base.handle(obj)`, `Base.handle.__get__(obj)`, `super(C, obj).handle()`;
+    `ANY_METHOD` for `getattr(Cls, name)` by a computed name), and every function a module or
+    class body refers to as a value (`run = m`, `p = property(m)` in a class body): run that way,
+    a base's method may run on a subclass that overrides it (`model.hierarchy.running`). A call
+    `Base.handle(self, ...)` hands on (`handed_on`) instead."""
+    me = {fn.params[0].name, "self"} if fn.params and fn.cls else {"self"}
+    names: set[str] = {segs[-1] for segs, _ in fn.value_refs} if not fn.qualname else set()
+    refs = [segs for segs, _ in fn.value_refs]
+    for stmt in walk_statements(fn.body):
+        for call in stmt.calls:
+            if call.args[:1] not in {(m,) for m in me}:
+                refs.append(call.target)
+            by_class = call.target == ("getattr",) and call.args and _class_like(call.args[0])
+            if by_class and (len(call.args) < 2 or call.args[1][:1] not in ("'", '"')):
+                names.add(ANY_METHOD)
+    for segs in refs:
+        if segs[:1] == ("super",) and len(segs) >= 2:
+            names.add(segs[-1])
+        for before, name in itertools.pairwise(segs):
+            if _class_like(before):
+                names.add(name)
+    return frozenset(names)
 
 
 def _bindings(fn: FunctionInfo) -> list[tuple[object, ...]]:
@@ -234,9 +259,8 @@ def interface_digest(summary: FileSummary) -> str:
         # Class-like (capitalised) names the body mentions: naming a class anywhere keeps it
         # among the receivers of class-hierarchy dispatch in every module. A private class's
         # name (`_Impl`) is capitalised after its underscores.
-        parts.append(sorted(n for n in mentioned_in(fn) if n.lstrip("_")[:1].isupper()))
-        if fn.cls:
-            parts.append(sorted(handed_on(fn)))
+        parts.append(sorted(n for n in mentioned_in(fn) if _class_like(n)))
+        parts.append(sorted(handed_on(fn)))
         parts.append(sorted(unbound_refs(fn)))
         if not fn.qualname:
             parts.append(_module_body(fn))
