@@ -40,12 +40,12 @@ from rankguard.analysis.drained import (
     assigned,
     dominated,
     drained_into,
-    given_start,
-    kept_given,
+    launched,
     marked,
     marks,
     maybe_drained,
-    past_getter,
+    maybe_ran,
+    test_operates,
 )
 from rankguard.analysis.memo import building, past_return
 from rankguard.analysis.narrowing import class_test
@@ -120,6 +120,8 @@ class Walk:
         if kind == "with":
             return with_statement(self, stmt, state, guards, cadence)
         state = self.calls(run_past(stmt), state, guards, cadence)
+        if test_operates(stmt):  # `if node.value @ w is not None:` may queue a kernel
+            state = launched(state)
         if stmt.yields:
             resumed = at_yield(self, state)
             if resumed is None:
@@ -343,13 +345,11 @@ class Walk:
             excluded = any(self.a.infeasible(c, side, state.known) for c, side in call.under)
             if not call.deferred and not excluded:
                 before = state
-                start = given_start(call, state)  # under the tests an earlier sync ran under
-                state = self.call(call, calls, start, guards, cadence, advance, phase)
+                state = self.call(call, calls, state, guards, cadence, advance, phase)
                 changed = state.ran is not before.ran or marks(state) != marks(before)
                 if changed and self.may_skip(call, state):
                     # `a and f()`, `[f(x) for x in xs]`: what it ran, or drained, is not sure
-                    own = lambda c: self.a.launches.runs_program(self.fn, c)  # noqa: E731
-                    state = kept_given(call, calls, self.a.infeasible, own, before, start, state)
+                    state = maybe_ran(before, state.evolve(ran=before.ran))
         return state
 
     def may_skip(self, call: CallSite, state: State) -> bool:
@@ -391,7 +391,7 @@ class Walk:
         # has undone the drain.
         drained = drained_into(call, state.known)  # what the callee starts with
         quiet = not marked(state.known) or self.a.launches.quiet_call(call, targets)
-        state = after(None, call, quiet, state, self.a.launches.in_program(targets))
+        state = after(None, call, quiet, state)
         outcomes: list[State | None] = []
         for target in targets:
             hop = Hop(self.fn, self.record.path, call.line, edge_of(target))
@@ -423,13 +423,13 @@ class Walk:
             return state
         for ref in stmt.reads:
             for name in self.a.classify.property_targets(self.record, ref):
-                state = past_getter(state, self.a.launches.quiet_function(name))
+                if not self.a.launches.quiet_function(name):
+                    state = launched(state)  # what it queues undoes a drain before it
                 state = self.enter(name, state, Hop(self.fn, self.record.path, stmt.line), cadence)
         return state
 
     def enter(self, name: str, state: State, *args: Any, **kwargs: Any) -> State:
-        """`_enter`; past it, no watched fact it may make false (`analysis.entered`)."""
-        return self.a.entered.past_call(self._enter(name, state, *args, **kwargs), name)
+        return self.a.entered.past_call(self._enter(name, state, *args, **kwargs), name)  # watch
 
     def _enter(
         self,

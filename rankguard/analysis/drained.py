@@ -16,14 +16,6 @@ cannot see into, a program function that may launch (`analysis.launches`), an op
 operands may be device tensors (`y = a @ b`). Host builtins, logging, indexing and a tensor's
 own small ops (`x.max()`, `x.float()`: one kernel on data already there) keep it.
 
-A sync on one side of a conditional expression, or past `a and` (a call's `under`), drains the
-queue only on the paths where those tests held: the walk joins the marks away, but keeps them
-under the tests (`GIVEN`). A later call under the same tests runs only on those paths, and
-starts with those marks there, while nothing has launched and nothing could have changed the
-tests' values since: no call but a read (a host builtin, a tensor's own small op), and no
-assignment but to a local the tests do not read (`int(x.max().item()) if x.numel() > 0 else 0`
-then the same for `x.sum()`).
-
 A later sync of unknown placement on another object (`SYNCED`) waits only where the two tensors
 live apart (the first read the host): it is `drained_by` the first, and the rule reports it as
 the first one's follower rather than as a wait of its own (it waits in the first one's place
@@ -33,13 +25,14 @@ is a finding of its own. A sync the model knows is on a device keeps its own fin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rankguard.analysis.blocking_types import BlockingCall, State, lowered
 from rankguard.model.facts import Cond
 from rankguard.model.placement import HOST, KEEPS, TO_PYTHON
-from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite
+from rankguard.summary.conditions import OTHER
+from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Stmt
 
 DRAINED: Cond = ("drained",)
 # The first sync of unknown placement since anything was launched ("`x.tolist()` (path:line)"):
@@ -51,10 +44,7 @@ _DEVICE_SYNC = "torch.cuda.synchronize"
 _EVENT_SYNC = "torch.cuda.Event.synchronize"
 # The event recorded last on the current stream, with nothing launched since (its segments).
 RECORDED: Cond = ("recorded",)
-# The marks past a call that runs only where its tests held (`x.item() if c else 0`), kept
-# under those tests: ((test, side), ...), ((mark, value), ...).
-GIVEN: Cond = ("given",)
-_MARKS = (DRAINED, SYNCED, RECORDED, GIVEN)
+_MARKS = (DRAINED, SYNCED, RECORDED)
 # Calls that run on the host only and launch nothing on the device.
 _HOST_BUILTINS = frozenset(
     (
@@ -70,10 +60,8 @@ _LOGGERS = frozenset(("logger", "logging", "log", "_logger", "LOGGER"))
 _SMALL = KEEPS | TO_PYTHON | frozenset(("cpu", "numpy"))
 # Waiting for a stream, an event or the device queues nothing.
 _WAITS = frozenset(("synchronize",))
-# Calls that only read what they are handed: a test's value stays what it was past them (not
-# `next(it)`, nor `rows.sort()`).
-_READ_BUILTINS = _HOST_BUILTINS - frozenset(("iter", "next"))
-_READ_METHODS = (_SMALL | _WAITS) - frozenset(("sort",))
+# An arithmetic operator in an expression's text.
+_ARITH_TEXT = frozenset("+-*/@%&|^~")
 Roots = frozenset[tuple[str, ...]]
 
 
@@ -115,6 +103,27 @@ def operates(tree: Cond) -> bool:
     return tree[0] == "arith" or any(operates(part) for part in tree[1:])
 
 
+def test_operates(stmt: Stmt) -> bool:
+    """An operator in the test of an if / while / assert (`if node.value @ w is not None`):
+    it may queue a kernel. A test's tree keeps no arithmetic (`summary.conditions`): an
+    operator leaves a part it does not keep (`("other",)`), and shows in the test's text
+    where that is whole (an `assert` keeps none; a comparison's `<` is no operator)."""
+    if not _unkept(stmt.cond):
+        return False
+    text = stmt.text
+    if not text or text.endswith("…"):
+        return True
+    return bool(_ARITH_TEXT & set(text)) or "<<" in text or ">>" in text
+
+
+def _unkept(tree: Cond) -> bool:
+    """A part of a test's tree the summary does not keep (`("other",)`)."""
+    if not isinstance(tree, tuple) or not tree or tree[0] in ("ref", "const"):
+        return False  # a reference's segments are names, not trees
+    parts = tree[1:] if isinstance(tree[0], str) else tree  # a tree, or a tuple of trees
+    return tree == OTHER or any(_unkept(part) for part in parts)
+
+
 def _roots(call: CallSite) -> Roots:
     """What the synced tensor lives with: the local object its receiver is read from, or the
     attribute of `self` (`self` itself holds tensors of every kind)."""
@@ -141,8 +150,6 @@ def assigned(
     recorded = state.known.get(RECORDED)
     if recorded and any(recorded[: len(t)] == t for t in targets):
         state = state.evolve(known={k: v for k, v in state.known.items() if k != RECORDED})
-    if GIVEN in state.known and not _keeps_tests(state.known[GIVEN][0], targets):
-        state = ungiven(state)
     if not marked(state.known) or not operates(tree) or place in HOST:
         return state
     if tree[0] == "arith" and any(_display(part) for part in tree[-1]):
@@ -155,16 +162,9 @@ def _display(tree: Cond) -> bool:
     return bool(tree) and (tree[0] == "tuple" or (tree[0] == "const" and isinstance(tree[1], str)))
 
 
-def after(
-    blocking: BlockingCall | None,
-    call: CallSite,
-    quiet: bool,
-    state: State,
-    program: bool = False,
-) -> State:
+def after(blocking: BlockingCall | None, call: CallSite, quiet: bool, state: State) -> State:
     """The state past `call` (`blocking` if it is one; `quiet`: it launches no device work,
-    `analysis.launches`; `program`: it may run the program's own code, whatever its name):
-    drained by a sync, no longer drained by a call that may launch."""
+    `analysis.launches`): drained by a sync, no longer drained by a call that may launch."""
     if blocking is not None and blocking.kind == _SYNC:
         if blocking.doubt or state.known.get(DRAINED) is True:
             return state
@@ -188,8 +188,6 @@ def after(
             known[DRAINED] = roots
         return state.evolve(known=known)
     state = state if quiet else launched(state)
-    if GIVEN in state.known and (program or not _reads_only(call.target)):
-        state = ungiven(state)  # it may change what the tests read
     if (
         call.target[-1:] == ("record",)
         and not (call.args or call.kwargs)
@@ -275,122 +273,3 @@ def host_call(call: CallSite) -> bool:
     if len(target) == 2 and target[0] in _LOGGERS and target[1] in _LOGGING:
         return True
     return target[-1] in _SMALL or target[-1] in _WAITS
-
-
-def given_start(call: CallSite, state: State) -> State:
-    """The state `call` starts in where it runs only under the tests an earlier sync ran
-    under (`GIVEN`): on those paths that sync ran, and nothing launched since. A mark the path
-    holds already stays (it holds on every path); a sure drain there is kept over a partial one."""
-    given = state.known.get(GIVEN)
-    if not given or not call.under or call.bound or not set(given[0]) <= set(call.under):
-        return state
-    known = dict(state.known)
-    for cond, value in given[1]:
-        held = known.get(cond)
-        known[cond] = value if held is None or (cond == DRAINED and value is True) else held
-    return state.evolve(known=known)
-
-
-def kept_given(
-    call: CallSite,
-    stmt_calls: Sequence[CallSite],
-    infeasible: Callable[[Cond, bool, Mapping[Cond, Any]], bool],
-    runs_program: Callable[[CallSite], bool],
-    before: State,
-    start: State,
-    past: State,
-) -> State:
-    """Past a call that may not run (`a and x.tolist()`), from `before` (`start` where the
-    tests it runs under give it marks) to `past`: what it ran, or drained, is not sure
-    (`maybe_ran`). Where it changed the marks it started with, they are kept under
-    the tests of its `under` the facts leave open (`GIVEN`), where each test's value stays put
-    while nothing but reads runs (`_steady`), and the statement's other calls only read (one
-    on the other side, `rows.append(1) if not rows else x.item()`, may change what the test
-    reads before it is read again; `runs_program`: one the program defines may do anything,
-    whatever its name)."""
-    kept = maybe_ran(before, past.evolve(ran=before.ran))
-    left = {c: past.known[c] for c in _MARKS if c != GIVEN and c in past.known}
-    if call.bound or not left or marks(past) == marks(start):
-        return kept
-    if left == {c: kept.known.get(c) for c in left}:
-        return kept
-    tests = tuple((c, s) for c, s in call.under if not infeasible(c, not s, start.known))
-    if not tests or not all(_steady(cond) for cond, _ in tests):
-        return kept
-    if not all(_reads_only(c.target) and not runs_program(c) for c in stmt_calls):
-        return kept
-    return kept.evolve(known={**kept.known, GIVEN: (tests, tuple(left.items()))})
-
-
-def _steady(cond: Cond) -> bool:
-    """A test whose value stays put while only reads run and nothing it reads is assigned:
-    references, literals, comparisons, and calls that only read (`x.numel()`, `len(rows)`)."""
-    tag = cond[0] if cond else "other"
-    if tag == "const":
-        return True
-    if tag == "ref":
-        return CALL not in cond[1]
-    if tag == "not":
-        return _steady(cond[1])
-    if tag in ("and", "or", "tuple"):
-        return all(_steady(part) for part in cond[1])
-    if tag == "cmp":
-        return all(_steady(part) for part in cond[2])
-    if tag == "call":
-        receiver = cond[4] if len(cond) > 4 else None
-        return (
-            _reads_only(cond[1])
-            and (CALL not in cond[1] or (receiver is not None and _steady(receiver)))
-            and all(_steady(arg) for arg in cond[2])
-            and all(_steady(arg) for _, arg in cond[3])
-        )
-    return False
-
-
-def _read_refs(cond: Cond) -> Iterable[tuple[str, ...]]:
-    """What a steady test reads: its references, and the receivers of its calls."""
-    tag = cond[0] if cond else "other"
-    if tag == "ref":
-        yield cond[1]
-    elif tag == "not":
-        yield from _read_refs(cond[1])
-    elif tag in ("and", "or", "tuple"):
-        for part in cond[1]:
-            yield from _read_refs(part)
-    elif tag == "cmp":
-        for part in cond[2]:
-            yield from _read_refs(part)
-    elif tag == "call":
-        yield cond[1][:-1]
-        for arg in (*cond[2], *(arg for _, arg in cond[3]), *cond[4:]):
-            yield from _read_refs(arg)
-
-
-def _keeps_tests(tests: Sequence[tuple[Cond, bool]], targets: Sequence[tuple[str, ...]]) -> bool:
-    """An assignment leaves the tests' values as they were: it binds only locals the tests do
-    not read (a store into an object may reach what they read through another name)."""
-    read = {segs[0] for cond, _ in tests for segs in _read_refs(cond) if segs}
-    return all(len(t) == 1 and t[0] not in read for t in targets)
-
-
-def _reads_only(target: tuple[str, ...]) -> bool:
-    """A call that changes nothing a test reads: a host builtin that only reads, logging, a
-    tensor's own small op or a wait."""
-    if len(target) == 1:
-        return target[0] in _READ_BUILTINS
-    if len(target) == 2 and target[0] in _LOGGERS and target[1] in _LOGGING:
-        return True
-    return target[-1] in _READ_METHODS
-
-
-def past_getter(state: State, quiet: bool) -> State:
-    """Before a property's getter runs: what it queues undoes a drain before it, and it may
-    write what a test reads."""
-    return ungiven(state if quiet else launched(state))
-
-
-def ungiven(state: State) -> State:
-    """Past what may change a test's value (a call that may write, a property's getter)."""
-    if GIVEN not in state.known:
-        return state
-    return state.evolve(known={k: v for k, v in state.known.items() if k != GIVEN})

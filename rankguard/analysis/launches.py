@@ -7,7 +7,8 @@ event's marker or timing read (`end.record()`, `start.elapsed_time(end)`), a wai
 stream or event (`done.synchronize()`), a host-only standard
 library helper (`itertools.repeat`, `collections.deque`, `math.ceil`), building
 a record (a class with no constructor of its own, a `msgspec.Struct`), or a program function
-whose body calls only quiet things and computes no operator (`x * 2` may be a kernel). One
+whose body calls only quiet things and computes no operator (`x * 2` may be a kernel), in a
+value or a test (`if node.value @ w is not None`). One
 with a `with` block (its exit runs code this does not see) is not taken as quiet. Functions
 that call each other (a recursive walk of a tree that collects values on the host) are quiet
 together where nothing else they call launches: whatever finite run they make, each step calls
@@ -20,8 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from rankguard.analysis.drained import host_call, operates
-from rankguard.analysis.reach import followed
+from rankguard.analysis.drained import host_call, operates, test_operates
 from rankguard.model.program import Program
 from rankguard.model.records import Target
 from rankguard.summary.ir import CallSite, walk_statements
@@ -60,30 +60,26 @@ class Launches:
     def quiet_call(self, call: CallSite, targets: Sequence[Target]) -> bool:
         """Nothing `call` may run launches device work."""
         functions = self._callees(call, targets)
-        return functions is not None and all(self._quiet_function(n) for n in functions)
-
-    def in_program(self, targets: Sequence[Target]) -> bool:
-        """The call may run a function or class of the program: its name says nothing of
-        what it does."""
-        program = self.program
-        return any(t.name in program.functions or t.name in program.classes for t in targets)
-
-    def runs_program(self, fn: str, call: CallSite) -> bool:
-        """`call`, made in `fn`, may run the program's own code."""
-        return self.in_program(followed(self.program, fn, call))
+        return functions is not None and all(self.quiet_function(n) for n in functions)
 
     def quiet_function(self, name: str) -> bool:
         """Nothing the program function `name` may run launches device work (a property
-        read runs one with no call in the source)."""
-        return self._quiet_function(name)
-
-    def _quiet_function(self, name: str) -> bool:
+        read runs one with no call in the source). Every function `name` reaches through
+        bodies that launch nothing of their own (`_own`) is quiet unless one reaches a
+        function that launches: the largest such set (a greatest fixpoint), so a cycle of
+        host helpers is quiet together."""
         found = self._quiet.get(name)
-        if found is not None:
-            return found
-        # Every function `name` reaches through bodies that launch nothing of their own
-        # (`_own`): those are quiet unless one reaches a function that launches. The largest
-        # such set (a greatest fixpoint): a cycle of host helpers is quiet together.
+        if found is None:
+            callees, loud = self._explore(name)
+            loud = _spread(callees, loud)
+            for current in callees:
+                self._quiet[current] = current not in loud
+            found = self._quiet[name]
+        return found
+
+    def _explore(self, name: str) -> tuple[dict[str, frozenset[str]], set[str]]:
+        """What each function `name` reaches, not yet decided, calls in the program, and
+        those that launch by themselves or call one already known to."""
         callees: dict[str, frozenset[str]] = {}
         loud: set[str] = set()
         todo = [name]
@@ -93,34 +89,21 @@ class Launches:
                 continue
             own = self._own(current)
             callees[current] = own if own is not None else frozenset()
-            if own is None:
+            if own is None or any(self._quiet.get(c) is False for c in own):
                 loud.add(current)
-            else:
+            if own is not None:
                 todo.extend(own)
-        callers: dict[str, set[str]] = {}
-        for caller, called in callees.items():
-            for callee in called:
-                if self._quiet.get(callee) is False:
-                    loud.add(caller)
-                callers.setdefault(callee, set()).add(caller)
-        spread = list(loud)
-        while spread:
-            for caller in callers.get(spread.pop(), ()):
-                if caller not in loud:
-                    loud.add(caller)
-                    spread.append(caller)
-        for current in callees:
-            self._quiet[current] = current not in loud
-        return self._quiet[name]
+        return callees, loud
 
     def _own(self, name: str) -> frozenset[str] | None:
         """The program functions `name`'s body may call, where nothing else in it launches
-        work (no operator, no `with`, every other call quiet by itself); else None."""
+        work (no operator, in a value or a test; no `with`; every other call quiet by
+        itself); else None."""
         record = self.program.functions[name]
         resolved = {id(r.call): r.targets for r in self.program.calls.get(name, ())}
         called: set[str] = set()
         for stmt in walk_statements(record.info.body):
-            if stmt.kind == "with" or operates(stmt.tree):
+            if stmt.kind == "with" or operates(stmt.tree) or test_operates(stmt):
                 return None
             for call in stmt.calls:
                 if any(_OPERATOR_TEXT & set(arg) for arg in call.args):
@@ -148,6 +131,22 @@ class Launches:
         if any(t.name not in _RECORD_INITS for t in outside):
             return None
         return frozenset(t.name for t in inside if t.name in program.functions)
+
+
+def _spread(callees: dict[str, frozenset[str]], loud: set[str]) -> set[str]:
+    """`loud` and every function that calls one of them, directly or not."""
+    callers: dict[str, set[str]] = {}
+    for caller, called in callees.items():
+        for callee in called:
+            callers.setdefault(callee, set()).add(caller)
+    loud = set(loud)
+    todo = list(loud)
+    while todo:
+        for caller in callers.get(todo.pop(), ()):
+            if caller not in loud:
+                loud.add(caller)
+                todo.append(caller)
+    return loud
 
 
 def _host_library(targets: Sequence[Target]) -> bool:

@@ -3,23 +3,27 @@
 Name and call resolution (`model.resolve`) reads other modules through their names, imports,
 classes (bases, decorators, attributes, method tables), function signatures, module-level
 statements, the class-like names each body mentions (class-hierarchy dispatch keeps the classes
-a program names), and, for the few functions whose bodies shape what others see, their
-bindings: a generator, a function without a return annotation that returns a call's result or
-a function (return inference), a
-method assigning `self.attr` (attribute types), a function storing a reference into an
-attribute or a container (`obj.cb = f`, `TABLE[k] = f`), a function rebinding a `global`. Everything
+a program names), and, for the functions whose bodies shape what others see, the part of the
+body that does: what a function returns (return inference, `return Cls(...)` even under an
+annotation, `return inner` for a decorator's wrapper), what a generator yields, a method's
+`self.attr = ...` (attribute types), a store of a reference into an attribute or a container
+(`obj.cb = f`, `TABLE[k] = f`), a rebound `global`; and every binding those statements read,
+transitively through the function's locals (`_slice`). A local nothing of that reads and whose
+value evaluates nothing (a counter, a constant) is not part of it. Everything
 else in a body (calls, branches, line numbers) only matters to the module's own resolution.
 
 So a body edit that leaves this digest unchanged cannot change how any *other* module
 resolves, and their cached resolutions stay valid: the key of per-module resolution reuse.
-The digest errs on the side of including too much (a binding-bearing function contributes
-all its bindings, and those of the functions enclosing it): a wider digest only costs reuse.
+The digest errs on the side of including too much (the words a kept statement holds are all
+taken as names it reads, and an enclosing function of one whose body counts keeps all its
+bindings): a wider digest only costs reuse.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterable
 
 from rankguard.summary.ir import FileSummary, FunctionInfo, Stmt, walk_statements
 
@@ -32,22 +36,117 @@ def _binds(stmt: Stmt) -> bool:
 
 def _shapes_others(fn: FunctionInfo) -> bool:
     """Whether resolving another function may read `fn`'s body."""
-    if not fn.qualname or fn.global_names:
+    if not fn.qualname or fn.global_names or fn.is_generator:
         return True
     me = fn.params[0].name if fn.params and fn.cls else None
-    if fn.is_generator:  # what it yields is what a `for` over it holds, anywhere
-        return True
-    for stmt in walk_statements(fn.body):
-        # return inference: a call's result, or a function returned (a decorator's wrapper)
-        if stmt.kind == "return" and not fn.returns and stmt.value[:1] in (("call",), ("ref",)):
+    return any(_exported(stmt, me, fn.global_names) for stmt in walk_statements(fn.body))
+
+
+def _exported(stmt: Stmt, me: str | None, global_names: tuple[str, ...]) -> bool:
+    """A statement another module's resolution reads: a return with a value (`returns`,
+    `_constructed`: every return's shape counts, annotated or not), `self.attr = ...`, a
+    reference stored into an attribute or a container (`obj.cb = f`, `TABLE[k] = f`: the
+    stored function is what others' calls reach), an assignment to a `global` name."""
+    if stmt.kind == "return":
+        return bool(stmt.value)
+    if stmt.kind != "assign":
+        return False
+    stores_ref = stmt.value[:1] == ("ref",)
+    for target in stmt.targets:
+        if len(target) > 1 and (target[0] == me or stores_ref):
             return True
-        if me and stmt.kind == "assign" and any(len(t) > 1 and t[0] == me for t in stmt.targets):
-            return True
-        # `obj.cb = f`, `TABLE[k] = f`: the stored function is what others' calls reach.
-        stores_ref = stmt.kind == "assign" and stmt.value[:1] == ("ref",)
-        if stores_ref and any(len(t) > 1 for t in stmt.targets):
+        if len(target) == 1 and target[0] in global_names:
             return True
     return False
+
+
+def _asks(stmt: Stmt) -> bool:
+    """A binding whose value the resolver evaluates when it builds the function's locals
+    (`Resolver._build_locals` evaluates every binding, read or not). Evaluating asks other
+    questions, and a question can come back to these locals (a `self` attribute assigned
+    here is evaluated in this function's scope): a cycle, whose answers are made from the
+    member entered first (`model.cycles`). So such a binding may change what other modules
+    are answered even when nothing reads its name; only one that evaluates nothing (a
+    constant, an arithmetic `("other",)` value) cannot."""
+    return stmt.kind in ("assign", "loop") and _evaluates(stmt.value)
+
+
+def _evaluates(shape: tuple[object, ...]) -> bool:
+    if not shape:
+        return False
+    if shape[0] == "either":
+        return any(_evaluates(side) for side in shape[1])  # type: ignore[union-attr]
+    return shape[0] not in ("const", "other")
+
+
+def _words(stmt: Stmt) -> set[str]:
+    """Every name a binding or return statement may read (its value, what it reads, its
+    calls' targets and argument texts, its targets' roots): a superset is safe."""
+    calls = tuple((c.target, c.args, c.kwargs) for c in stmt.calls)
+    return set(_WORD.findall(repr((stmt.targets, stmt.reads, stmt.value, calls))))
+
+
+def _line_free(stmt: Stmt) -> tuple[object, ...]:
+    calls = tuple((c.target, c.args, c.kwargs, c.deferred) for c in stmt.calls)
+    return (stmt.kind, stmt.targets, stmt.reads, stmt.value, calls)
+
+
+def _slice(fn: FunctionInfo) -> list[tuple[object, ...]]:
+    """Line-free, in body order: the exported statements (`_exported`), the bindings whose
+    value is evaluated (`_asks`), and every binding of a name those read, transitively. The
+    resolver's locals of `fn` (`model.resolve`) are built from binding statements only, each
+    from its own value and the names it reads, and the resolver is flow-insensitive: a local
+    outside this set (`n = 0`, `n = n + 1`, that no kept statement reads) changes no value
+    another module can ask for, and asks nothing while the locals are built."""
+    me = fn.params[0].name if fn.params and fn.cls else None
+    stmts = [s for s in walk_statements(fn.body) if _binds(s) or s.kind == "return"]
+    binding: dict[str, list[int]] = {}  # name -> the statements that bind it
+    for index, stmt in enumerate(stmts):
+        for root in {t[0] for t in stmt.targets if t}:
+            binding.setdefault(root, []).append(index)
+    kept: set[int] = set()
+    todo: list[str] = [segs[0] for segs in fn.yields if segs]
+    for index, stmt in enumerate(stmts):
+        if _exported(stmt, me, fn.global_names) or _asks(stmt):
+            kept.add(index)
+            if stmt.kind != "return" or _evaluated(stmt):
+                todo += _words(stmt)
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for index in binding.get(name, ()):
+            if index not in kept:
+                kept.add(index)
+                todo += _words(stmts[index])
+    return _distinct(
+        _line_free(stmt) if stmt.kind != "return" else _returned(stmt)
+        for index, stmt in enumerate(stmts)
+        if index in kept
+    )
+
+
+def _distinct(parts: Iterable[tuple[object, ...]]) -> list[tuple[object, ...]]:
+    """First occurrences only: the resolver is flow-insensitive and joins what statements
+    give with `dedupe` (first occurrence first), so a statement repeated adds nothing."""
+    seen: dict[str, tuple[object, ...]] = {}
+    for part in parts:
+        seen.setdefault(repr(part), part)
+    return list(seen.values())
+
+
+def _evaluated(stmt: Stmt) -> bool:
+    """A return whose value the resolver evaluates: a call (`returns`, `_constructed`, and
+    `__getattr__`'s `return getattr(self.x, name)`, `model.named`) or a reference."""
+    return stmt.value[:1] in (("call",), ("ref",))
+
+
+def _returned(stmt: Stmt) -> tuple[object, ...]:
+    """A return as the resolver reads it: whole when it is evaluated, else only its shape
+    (`_constructed` gives up on any return other than `Cls(...)` or a constant)."""
+    return _line_free(stmt) if _evaluated(stmt) else ("return", stmt.value[:1])
 
 
 def mentioned_in(fn: FunctionInfo) -> set[str]:
@@ -68,11 +167,8 @@ def mentioned_in(fn: FunctionInfo) -> set[str]:
 
 def _bindings(fn: FunctionInfo) -> list[tuple[object, ...]]:
     """Line-free: each binding or return statement with what it reads and binds."""
-    return [
-        (stmt.kind, stmt.targets, stmt.reads, stmt.value)
-        for stmt in walk_statements(fn.body)
-        if _binds(stmt) or stmt.kind == "return"
-    ]
+    kept = (s for s in walk_statements(fn.body) if _binds(s) or s.kind == "return")
+    return _distinct(_line_free(stmt) for stmt in kept)
 
 
 def _module_body(fn: FunctionInfo) -> list[tuple[object, ...]]:
@@ -104,13 +200,17 @@ def interface_digest(summary: FileSummary) -> str:
     for fn in summary.functions:
         params = tuple((p.name, p.annotation, getattr(p, "items", None)) for p in fn.params)
         parts.append(
-            (fn.qualname, fn.name, fn.cls, params, fn.returns, fn.decorators, fn.global_names)
-        )
+            (fn.qualname, fn.name, fn.cls, params, fn.returns, fn.decorators, fn.global_names,
+             fn.decorator_called, fn.is_generator, fn.yields)
+        )  # fmt: skip
         # Class-like (capitalised) names the body mentions: naming a class anywhere keeps it
-        # among the receivers of class-hierarchy dispatch in every module.
-        parts.append(sorted(n for n in mentioned_in(fn) if n[:1].isupper()))
+        # among the receivers of class-hierarchy dispatch in every module. A private class's
+        # name (`_Impl`) is capitalised after its underscores.
+        parts.append(sorted(n for n in mentioned_in(fn) if n.lstrip("_")[:1].isupper()))
         if not fn.qualname:
             parts.append(_module_body(fn))
-        elif fn.qualname in bearing or fn.qualname in enclosing:
+        elif fn.qualname in enclosing:  # its locals are a nested function's enclosing scope
             parts.append(_bindings(fn))
+        elif fn.qualname in bearing:
+            parts.append(_slice(fn))
     return hashlib.sha1(repr(parts).encode()).hexdigest()

@@ -24,6 +24,19 @@ BUDGET = '        self.budget = torch.zeros(1, device="cpu")  # budget\n'
 ASSERT_MODE = "        assert not self.server_args.gc_each_round\n"
 ROUND_BARRIER = "    def round_barrier(self) -> None:\n"
 READ_BUDGET = "        n = self.budget.item()\n"
+UNREAD = "        rounds_seen = 0\n"
+PP = "        self.pp_group = pp"
+# Bound to lower-case names, so the edit below names no new class-like name (those are part of
+# the interface for class-hierarchy dispatch wherever they appear).
+QUIET_GROUP = """
+
+class QuietGroup(GroupCoordinator):
+    def all_reduce(self, input_, op=None):
+        return input_
+
+
+coordinator, quiet = GroupCoordinator, QuietGroup
+"""
 FLAGS = "toysched/managers/flags.py"
 FLAGS_MODULE = """import time
 
@@ -137,6 +150,26 @@ STEPS = {
     "only that object's class changes": lambda r: _replace(
         r, FLAGS, "FLAG = Plain()", "FLAG = Fancy()"
     ),
+    # What another module reads of a body is a slice of it (`summary.interface`): the
+    # statements others read, and the bindings of the locals they read, transitively.
+    "a local nothing another module reads, in a method assigning self attributes": lambda r: (
+        _replace(r, SCHED, "        self.round_ct = 0\n", "        self.round_ct = 0\n" + UNREAD)
+    ),
+    "an attribute's value goes through a local": lambda r: _replace(
+        r, SCHED, "self.pp_group = RadixCache(0, 0, None)", "pp = RadixCache(0, 0, None)\n" + PP
+    ),
+    "only that local's binding changes": lambda r: _replace(
+        r, SCHED, "pp = RadixCache(0, 0, None)", "pp = get_pp_group()"
+    ),
+    # `-> T` with `return Cls(...)` on every path: the class built, not T, is what callers get.
+    "an annotated function builds what it returns": lambda r: (
+        _replace(r, COMM, "def get_tp_group():", "def get_tp_group() -> GroupCoordinator:"),
+        _replace(r, COMM, "    return RuntimeError()\n", "    return coordinator()\n"),
+        (r / COMM).write_text((r / COMM).read_text() + QUIET_GROUP),
+    ),
+    "only the class it builds changes": lambda r: _replace(
+        r, COMM, "    return coordinator()\n", "    return quiet()\n"
+    ),
 }
 
 
@@ -185,4 +218,11 @@ def test_a_body_edit_re_resolves_only_its_module(capsys, tmp_path: Path):
     modules = len(list((root / "toysched").rglob("*.py")))
     assert resolved_after("body edit shifting lines") == 1
     assert resolved_after("new blocking call in a reached function") == 1
+    # The method assigns `self` attributes; nothing reads the new local.
+    assert (
+        resolved_after(
+            "a local nothing another module reads, in a method assigning self attributes"
+        )
+        == 1
+    )
     assert resolved_after("rename a method across modules") == modules

@@ -1,0 +1,245 @@
+"""Which modules a warm run resolves again after a body edit (`summary.interface`,
+`model.load`), and that it answers as `--no-cache` does after each edit.
+
+Three modules: `work` holds a class whose method assigns `self` attributes (so part of that
+method's body is what another module reads: the attribute's type), `use` calls through that
+attribute, `other` is unrelated."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rankguard.adapters import store
+from rankguard.cli import main
+from tests.conftest import write_tree
+
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/work.py": """
+        import time
+
+
+        class Helper:
+            def go(self):
+                time.sleep(1)
+
+
+        class Other:
+            def go(self):
+                pass
+
+
+        class Worker:
+            def step(self):
+                made = Helper()
+                self.ready = made
+                return None
+    """,
+    "pkg/use.py": """
+        from pkg.work import Worker
+
+
+        def run(w: Worker):
+            w.ready.go()
+    """,
+    "pkg/other.py": """
+        def idle():
+            return 0
+    """,
+}
+STEP = "    def step(self):\n"
+
+
+def _edit(root: Path, old: str, new: str) -> None:
+    path = root / "pkg/work.py"
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+@pytest.fixture
+def tree(tmp_path: Path, capsys):
+    root = write_tree(tmp_path / "src", FILES)
+    cache = str(tmp_path / "cache")
+
+    def run(*extra: str) -> tuple[int, str]:
+        store.COUNTS.clear()
+        code = main(["graph", str(root), "--format", "json", *extra])
+        return code, capsys.readouterr().out
+
+    def resolved() -> int:
+        """Modules resolved by a warm run; it must answer as `--no-cache` does."""
+        warm = run("--cache-dir", cache)
+        count = store.COUNTS["modules resolved"]
+        assert warm == run("--no-cache")
+        return count
+
+    resolved()
+    return root, resolved
+
+
+def test_a_local_nothing_exported_reads_re_resolves_one_module(tree):
+    """The edited method assigns `self.ready`, but the new local is read by nothing another
+    module can ask about: only `work` is resolved again (main resolved all four modules: the
+    method's every binding was part of the interface)."""
+    root, resolved = tree
+    _edit(root, STEP, STEP + "        counter = 1\n")
+    assert resolved() == 1
+    _edit(root, "counter = 1", "counter = 2")
+    assert resolved() == 1
+
+
+def test_a_local_an_attribute_is_read_through_changes_the_interface(tree):
+    """`self.ready = made`: what `made` holds is what `use` reaches through `w.ready.go()`."""
+    root, resolved = tree
+    _edit(root, "made = Helper()", "made = Other()")
+    assert resolved() == 4
+
+
+def test_an_annotated_function_returning_a_class_it_names(tmp_path: Path, capsys):
+    """`-> Base` with `return fast()`: the resolver takes the class the return builds over the
+    annotation, so that return is part of the interface even under an annotation (main left it
+    out: after `fast()` became `slow()` a warm run kept the caller's old edge)."""
+    root = write_tree(
+        tmp_path / "src",
+        {
+            "pkg/__init__.py": "",
+            "pkg/make.py": """
+                import time
+
+
+                class Base:
+                    def go(self):
+                        pass
+
+
+                class Fast(Base):
+                    def go(self):
+                        pass
+
+
+                class Slow(Base):
+                    def go(self):
+                        time.sleep(1)
+
+
+                fast, slow = Fast, Slow  # (a capitalised name in a body is in the interface)
+
+
+                def make() -> Base:
+                    return fast()
+            """,
+            "pkg/use.py": """
+                from pkg.make import make
+
+
+                def run():
+                    make().go()
+            """,
+        },
+    )
+    argv = ["graph", str(root), "--format", "json"]
+    main([*argv, "--cache-dir", str(tmp_path / "cache")])
+    capsys.readouterr()
+    path = root / "pkg/make.py"
+    path.write_text(path.read_text().replace("return fast()", "return slow()"))
+    warm = main([*argv, "--cache-dir", str(tmp_path / "cache")]), capsys.readouterr().out
+    cold = main([*argv, "--no-cache"]), capsys.readouterr().out
+    assert "pkg.make.Slow.go" in cold[1]
+    assert warm == cold
+
+
+METHOD = """
+class Worker:
+    def __init__(self, size):
+        self.size = size
+        self.pool = make_pool()
+        ready = self.pool
+        self.ready = ready
+{extra}
+    def run(self):
+        return None
+"""
+
+
+def _digest(extra: str) -> str:
+    from rankguard.summary.interface import interface_digest
+    from rankguard.summary.parse import parse_bytes
+
+    summary = parse_bytes(METHOD.format(extra=extra).encode()).summary
+    assert summary is not None
+    return interface_digest(summary)
+
+
+@pytest.mark.parametrize(
+    ("extra", "changes"),
+    [
+        ("        counter = 1", False),  # a constant: evaluates nothing
+        ("        counter = size + 1", False),  # arithmetic: evaluates nothing
+        ("        counter = 1\n        counter = 1", False),  # a repeated statement adds nothing
+        ("        helper = self.pool.helper()", True),  # evaluated: may take part in a cycle
+        ("        ready = other_pool()", True),  # a local `self.ready` is read through
+        ("        log('x')", False),  # no binding
+        ("        self.extra = 1", True),  # a new attribute
+    ],
+)
+def test_which_body_edits_change_the_interface(extra: str, changes: bool):
+    """What of a method assigning `self` attributes is its module's interface: the statements
+    others read, bindings they read, and bindings whose value the resolver evaluates."""
+    assert (_digest(extra) != _digest("")) is changes
+
+
+def test_mentioning_a_private_class_is_part_of_the_interface(tmp_path: Path, capsys):
+    """Class-hierarchy dispatch keeps the derived classes a program names anywhere: a body
+    that stops naming `_Impl` narrows `x.go()` in another module. `_Impl` is class-like
+    (main took only names whose first character is upper-case: the warm run kept the edge)."""
+    root = write_tree(
+        tmp_path / "src",
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": """
+                class Base:
+                    def go(self):
+                        pass
+
+
+                class Real(Base):
+                    def go(self):
+                        pass
+
+
+                class _Impl(Base):
+                    def go(self):
+                        pass
+            """,
+            "pkg/b.py": """
+                from pkg.a import Base, Real
+
+
+                def f(x: Base):
+                    x.go()
+
+
+                def g():
+                    return Real()
+            """,
+            "pkg/c.py": """
+                from pkg.a import _Impl
+
+
+                def h():
+                    print(_Impl)
+            """,
+        },
+    )
+    argv = ["graph", str(root), "--format", "json"]
+    main([*argv, "--cache-dir", str(tmp_path / "cache")])
+    capsys.readouterr()
+    path = root / "pkg/c.py"
+    path.write_text(path.read_text().replace("print(_Impl)", "print(1)"))
+    warm = main([*argv, "--cache-dir", str(tmp_path / "cache")]), capsys.readouterr().out
+    cold = main([*argv, "--no-cache"]), capsys.readouterr().out
+    assert "pkg.a._Impl.go" not in cold[1]
+    assert warm == cold
