@@ -46,7 +46,10 @@ def named_methods(
         if owner.kind != "instance" or owner.name in seen:
             continue
         declared = owner.via == "declared"
-        for cls in resolver.hierarchy.receivers(owner.name) if declared else (owner.name,):
+        receivers = (
+            resolver.hierarchy.receivers_of(owner.name, owner.bound) if declared else (owner.name,)
+        )
+        for cls in receivers:
             first: dict[str, str] = {}
             for ancestor in resolver.p.mro(cls):
                 for name, qual in resolver.p.classes[ancestor].methods.items():

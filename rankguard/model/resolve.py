@@ -150,8 +150,8 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
                 cls = f"{fn.module}.{fn.info.cls}"
                 if fn.info.decorated("classmethod"):
                     table[param.name] = (Value("class", cls),)
-                else:  # `self` may be any class derived from this one
-                    table[param.name] = (Value("instance", cls, via="declared"),)
+                else:  # `self` may be any class derived from this one that runs `fn`
+                    table[param.name] = (Value("instance", cls, bound=fn.qualname, via="declared"),)
             else:  # bound here, type unknown: it still shadows any global of that name
                 table[param.name.lstrip("*")] = ()
         assigned: dict[str, list[Value]] = defaultdict(list)
@@ -281,7 +281,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
             mro = self.p.mro(value.name)[1:]
             return self._class_member(mro, attr, instance=True, bound=value.name)
         if kind == "instance" and value.via == "declared":
-            found = self._dispatch(value.name, attr)
+            found = self._dispatch(value.name, attr, value.bound)
             if found:
                 return found
         if kind in ("class", "instance"):
@@ -303,12 +303,12 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
             return ()
         return ()
 
-    def _dispatch(self, cls: str, attr: str) -> tuple[Value, ...]:
+    def _dispatch(self, cls: str, attr: str, running: str | None = None) -> tuple[Value, ...]:
         """`x.attr` on a value declared as `cls`: what each class it may be would find
         (class-hierarchy analysis, `rankguard.model.hierarchy`); overrides are marked."""
         own = {v.name for v in self._class_member(self.p.mro(cls), attr, True, cls)}
         found: list[Value] = []
-        for receiver in self.hierarchy.receivers(cls):
+        for receiver in self.hierarchy.receivers_of(cls, running):
             for hit in self._class_member(self.p.mro(receiver), attr, True, receiver):
                 override = hit.kind == "function" and hit.name not in own
                 found.append(hit._replace(via="override") if override else hit)

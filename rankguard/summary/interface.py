@@ -3,14 +3,16 @@
 Name and call resolution (`model.resolve`) reads other modules through their names, imports,
 classes (bases, decorators, attributes, method tables), function signatures, module-level
 statements, the class-like names each body mentions (class-hierarchy dispatch keeps the classes
-a program names), and, for the functions whose bodies shape what others see, the part of the
-body that does: what a function returns (return inference, `return Cls(...)` even under an
-annotation, `return inner` for a decorator's wrapper), what a generator yields, a method's
-`self.attr = ...` (attribute types), a store of a reference into an attribute or a container
-(`obj.cb = f`, `TABLE[k] = f`), a rebound `global`; and every binding those statements read,
-transitively through the function's locals (`_slice`). A local nothing of that reads and whose
-value evaluates nothing (a counter, a constant) is not part of it. Everything
-else in a body (calls, branches, line numbers) only matters to the module's own resolution.
+a program names), the names a method hands on to its bases (`super().m()`) and the methods a
+body takes from a class as values (which classes a base's method runs on), and, for the
+functions whose bodies shape what others see, the part of the body that does: what a function
+returns (return inference, `return Cls(...)` even under an annotation, `return inner` for a
+decorator's wrapper), what a generator yields, a method's `self.attr = ...` (attribute types), a
+store of a reference into an attribute or a container (`obj.cb = f`, `TABLE[k] = f`), a
+rebound `global`; and every binding those statements read, transitively through the function's
+locals (`_slice`). A local nothing of that reads and whose value evaluates nothing (a counter, a
+constant) is not part of it. Everything else in a body (calls, branches, line numbers) only
+matters to the module's own resolution.
 
 So a body edit that leaves this digest unchanged cannot change how any *other* module
 resolves, and their cached resolutions stay valid: the key of per-module resolution reuse.
@@ -165,6 +167,32 @@ def mentioned_in(fn: FunctionInfo) -> set[str]:
     return names
 
 
+def handed_on(fn: FunctionInfo) -> frozenset[str]:
+    """The names a method calls on the definitions its class overrides or inherits:
+    `super().n(...)`, `super(C, self).n(...)`, `Base.n(self, ...)`. Whether a base's method
+    runs on a subclass's objects depends on them (`model.hierarchy.running`), so they are part
+    of the interface."""
+    me = fn.params[0].name if fn.params and fn.cls else None
+    names: set[str] = set()
+    for stmt in walk_statements(fn.body):
+        for call in stmt.calls:
+            target = call.target
+            if len(target) < 2:
+                continue
+            if target[0].startswith("super") or (me is not None and call.args[:1] == (me,)):
+                names.add(target[-1])
+    return frozenset(names)
+
+
+def unbound_refs(fn: FunctionInfo) -> frozenset[str]:
+    """The method names a body takes from a class as values (`{Kind.A: Base.handle}`,
+    `register(Base.handle)`): called later with any object, such a method may run on a
+    subclass that overrides it (`model.hierarchy.running`)."""
+    return frozenset(
+        segs[-1] for segs, _ in fn.value_refs if len(segs) >= 2 and segs[-2][:1].isupper()
+    )
+
+
 def _bindings(fn: FunctionInfo) -> list[tuple[object, ...]]:
     """Line-free: each binding or return statement with what it reads and binds."""
     kept = (s for s in walk_statements(fn.body) if _binds(s) or s.kind == "return")
@@ -207,6 +235,9 @@ def interface_digest(summary: FileSummary) -> str:
         # among the receivers of class-hierarchy dispatch in every module. A private class's
         # name (`_Impl`) is capitalised after its underscores.
         parts.append(sorted(n for n in mentioned_in(fn) if n.lstrip("_")[:1].isupper()))
+        if fn.cls:
+            parts.append(sorted(handed_on(fn)))
+        parts.append(sorted(unbound_refs(fn)))
         if not fn.qualname:
             parts.append(_module_body(fn))
         elif fn.qualname in enclosing:  # its locals are a nested function's enclosing scope
