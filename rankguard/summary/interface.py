@@ -147,9 +147,12 @@ def _evaluated(stmt: Stmt) -> bool:
 
 
 def _returned(stmt: Stmt) -> tuple[object, ...]:
-    """A return as the resolver reads it: whole when it is evaluated, else only its shape
-    (`_constructed` gives up on any return other than `Cls(...)` or a constant)."""
-    return _line_free(stmt) if _evaluated(stmt) else ("return", stmt.value[:1])
+    """A return as the resolver reads it: whole when it is evaluated or calls anything (a
+    forwarding `__getattr__` reads the calls of every return, whatever its shape: `return
+    getattr(self.a, name) if name else None`), else only its shape (`_constructed` gives up on
+    any return other than `Cls(...)` or a constant)."""
+    whole = _evaluated(stmt) or bool(stmt.calls)
+    return _line_free(stmt) if whole else ("return", stmt.value[:1])
 
 
 def mentioned_in(fn: FunctionInfo) -> set[str]:

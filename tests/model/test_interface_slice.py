@@ -243,3 +243,27 @@ def test_mentioning_a_private_class_is_part_of_the_interface(tmp_path: Path, cap
     cold = main([*argv, "--no-cache"]), capsys.readouterr().out
     assert "pkg.a._Impl.go" not in cold[1]
     assert warm == cold
+
+
+FORWARDING = """
+class W:
+    def __getattr__(self, name):
+        return getattr(self.{held}, name) {shape}
+"""
+
+
+@pytest.mark.parametrize("shape", ["if name else None", "or None"])
+def test_a_forwarding_return_of_any_shape_is_part_of_the_interface(shape: str):
+    """`__getattr__` forwards the names a class lacks to what its return's `getattr` reads
+    (`model.named.forwarded` reads the calls of every return, whatever its shape): forwarding
+    to another attribute changes what other modules' `w.go()` reach. Reviewed at 1eb0d23: a
+    conditional or an `or` kept only the return's shape, and a warm run kept the old edge."""
+    from rankguard.summary.interface import interface_digest
+    from rankguard.summary.parse import parse_bytes
+
+    def digest(held: str) -> str:
+        summary = parse_bytes(FORWARDING.format(held=held, shape=shape).encode()).summary
+        assert summary is not None
+        return interface_digest(summary)
+
+    assert digest("a") != digest("b")
