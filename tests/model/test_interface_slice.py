@@ -98,6 +98,20 @@ def test_a_local_an_attribute_is_read_through_changes_the_interface(tree):
     assert resolved() == 4
 
 
+def _graphs_after_edit(
+    tmp_path: Path, capsys, path: Path, edit: tuple[str, str]
+) -> tuple[tuple[int, str], tuple[int, str]]:
+    """`graph` once to fill the cache, the edit, then (exit code, output) warm and cold."""
+    root = tmp_path / "src"
+    argv = ["graph", str(root), "--format", "json"]
+    main([*argv, "--cache-dir", str(tmp_path / "cache")])
+    capsys.readouterr()
+    path.write_text(path.read_text().replace(*edit))
+    warm = main([*argv, "--cache-dir", str(tmp_path / "cache")]), capsys.readouterr().out
+    cold = main([*argv, "--no-cache"]), capsys.readouterr().out
+    return warm, cold
+
+
 def test_an_annotated_function_returning_a_class_it_names(tmp_path: Path, capsys):
     """`-> Base` with `return fast()`: the resolver takes the class the return builds over the
     annotation, so that return is part of the interface even under an annotation (main left it
@@ -140,13 +154,9 @@ def test_an_annotated_function_returning_a_class_it_names(tmp_path: Path, capsys
             """,
         },
     )
-    argv = ["graph", str(root), "--format", "json"]
-    main([*argv, "--cache-dir", str(tmp_path / "cache")])
-    capsys.readouterr()
-    path = root / "pkg/make.py"
-    path.write_text(path.read_text().replace("return fast()", "return slow()"))
-    warm = main([*argv, "--cache-dir", str(tmp_path / "cache")]), capsys.readouterr().out
-    cold = main([*argv, "--no-cache"]), capsys.readouterr().out
+    warm, cold = _graphs_after_edit(
+        tmp_path, capsys, root / "pkg/make.py", ("return fast()", "return slow()")
+    )
     assert "pkg.make.Slow.go" in cold[1]
     assert warm == cold
 
@@ -234,13 +244,9 @@ def test_mentioning_a_private_class_is_part_of_the_interface(tmp_path: Path, cap
             """,
         },
     )
-    argv = ["graph", str(root), "--format", "json"]
-    main([*argv, "--cache-dir", str(tmp_path / "cache")])
-    capsys.readouterr()
-    path = root / "pkg/c.py"
-    path.write_text(path.read_text().replace("print(_Impl)", "print(1)"))
-    warm = main([*argv, "--cache-dir", str(tmp_path / "cache")]), capsys.readouterr().out
-    cold = main([*argv, "--no-cache"]), capsys.readouterr().out
+    warm, cold = _graphs_after_edit(
+        tmp_path, capsys, root / "pkg/c.py", ("print(_Impl)", "print(1)")
+    )
     assert "pkg.a._Impl.go" not in cold[1]
     assert warm == cold
 
