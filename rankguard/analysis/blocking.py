@@ -62,7 +62,6 @@ from rankguard.analysis.blocking_types import (
 )
 from rankguard.analysis.blocking_walk import Walk
 from rankguard.analysis.context import RoundContext
-from rankguard.analysis.entered import EnteredFacts
 from rankguard.analysis.hardware import platform_facts
 from rankguard.analysis.instances import Instances
 from rankguard.analysis.launches import Launches
@@ -117,7 +116,6 @@ class BlockingAnalysis:
         self.catalog = catalog
         self.classify = CallClassifier(program, catalog, cadence_helpers)
         self.context = RoundContext(program, self.platforms)
-        self.entered = EnteredFacts(program, self.context, self.platforms.foreign)
         self.instances = Instances(program, self.context.stability)
         self.narrowing = Narrowing(program, self.context.stability)
         self.ranks = rank_source_catalog()

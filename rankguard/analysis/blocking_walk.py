@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rankguard.analysis.aliases import restated, unbound
 from rankguard.analysis.blocking_types import (
     Guards,
     Key,
@@ -18,7 +17,6 @@ from rankguard.analysis.blocking_types import (
     join,
     keep_pair,
     merge,
-    run_past,
     same,
 )
 from rankguard.analysis.blocking_with import PHASE, at_yield, waiting, with_statement
@@ -116,10 +114,9 @@ class Walk:
     def stmt(self, stmt: Stmt, state: State, guards: Guards, cadence: str | None) -> State | None:
         kind = stmt.kind
         state = self.properties(stmt, state, cadence)
-        state = self.a.entered.past_writes(state, stmt)  # what a watched fact reads may change
         if kind == "with":
             return with_statement(self, stmt, state, guards, cadence)
-        state = self.calls(run_past(stmt), state, guards, cadence)
+        state = self.calls(_run_past(stmt), state, guards, cadence)
         if test_operates(stmt):  # `if node.value @ w is not None:` may queue a kernel
             state = launched(state)
         if stmt.yields:
@@ -204,7 +201,7 @@ class Walk:
         known = state.known
         facts = {
             c: v
-            for c, v in restated(known, assume(cond, positive)).items()
+            for c, v in assume(cond, positive).items()
             if (pure(c) or class_test(c)) and c not in known
         }
         if not facts:
@@ -219,7 +216,6 @@ class Walk:
         needed = single or marked(state.known) or stmt.kind == "assign"
         place = of_tree(stmt.tree, state.env, state.known, attrs) if needed else None
         state = assigned(stmt.tree, place, stmt.targets, self._forget_facts(state, stmt.targets))
-        state = self.a.entered.bound(state, stmt)  # `mode = batch.mode` (`analysis.aliases`)
         names = [".".join(t) for t in stmt.targets if CALL not in t and SUBSCRIPT not in t]
         if not names:
             return state
@@ -271,7 +267,7 @@ class Walk:
     def _forget_facts(self, state: State, targets: Sequence[Segs]) -> State:
         known = state.known
         for target in targets:
-            known = unbound(forget_shaky(forget(known, target), target), target)
+            known = forget_shaky(forget(known, target), target)
         return state if known is state.known else state.evolve(known=known)
 
     def forget(self, state: State, targets: Sequence[Segs]) -> State:
@@ -340,7 +336,6 @@ class Walk:
         if waiting(state):
             return state  # leaving a context manager: what runs before its `yield` ran on entry
         for call in calls:
-            state = self.a.entered.past_site(state, self.fn, call)  # a lambda's, unwalked
             # A call on a side of `x if c else y` (or past `a and`) the facts exclude: not run.
             excluded = any(self.a.infeasible(c, side, state.known) for c, side in call.under)
             if not call.deferred and not excluded:
@@ -428,10 +423,7 @@ class Walk:
                 state = self.enter(name, state, Hop(self.fn, self.record.path, stmt.line), cadence)
         return state
 
-    def enter(self, name: str, state: State, *args: Any, **kwargs: Any) -> State:
-        return self.a.entered.past_call(self._enter(name, state, *args, **kwargs), name)  # watch
-
-    def _enter(
+    def enter(
         self,
         name: str,
         state: State,
@@ -458,8 +450,7 @@ class Walk:
         known = self.a.entry_facts(name, call, state.known)
         if drained:
             known.update(drained)
-        if call is not None:  # with the caller's guards on what it passes (`analysis.entered`)
-            known.update(self.a.entered.facts(record, call, state.known))
+        if call is not None:
             constructed = self.a.instances.entry_facts(
                 self.record, record, call, stmt_calls, state.known
             )
@@ -498,3 +489,12 @@ class Walk:
             merge(pending, tail)
             return state.evolve(pending=pending, ran=ran)
         return state.evolve(clean=False, pending=tail, ran=ran)
+
+
+def _run_past(stmt: Stmt) -> Sequence[CallSite]:
+    """The statement's calls on the paths that go on past it. An assert's message is built
+    only where the assert fails, and that path raises, as a `raise` statement's own calls do."""
+    if stmt.kind != "expr" or not stmt.cond:
+        return stmt.calls
+    failing = (stmt.cond, False)
+    return tuple(c for c in stmt.calls if failing not in c.under)

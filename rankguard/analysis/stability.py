@@ -79,20 +79,6 @@ class Stability:
             if related is None or owners is _ANY or owners & related
         )
 
-    def followed_writers(self, attr: str) -> frozenset[str]:
-        """`writers(None, attr)` less the reflection the model does not follow (`_owners_of`:
-        a computed name on a receiver it cannot type lands on no class it knows)."""
-        writes = self.writes()
-        return frozenset(
-            function
-            for function, target in (
-                *writes.get(attr, ()),
-                *writes.get(ANY_NAME, ()),
-                *writes.get(COMPUTED_NAME, ()),
-            )
-            if self._owners_of(function, target) != frozenset()
-        )
-
     def computed(self, cls: str | None, attr: str) -> bool:
         """`attr` may be a property of an object of `cls`: its value follows other state."""
         return self._method(self.related(cls) if cls else None, attr)
