@@ -17,6 +17,7 @@ from rankguard.analysis.blocking_types import BlockingCall, Guards, call_text
 from rankguard.analysis.precision import (
     bounded,
     flags_clear,
+    made_by,
     receiver_fact,
     thread_dead,
     timeout_clear,
@@ -214,8 +215,11 @@ class CallClassifier:
         device: known to be (high), or a reference the model types as a tensor by its
         annotation (`sel.count` of a `count: torch.Tensor` field) but cannot place (medium)."""
         first = call.operands[0] if call.operands else None
-        if first is None or first.keyword is not None or first.ref is None:
+        if first is None or first.keyword is not None:
             return None
+        if first.ref is None:  # `bool(t.norm())`: where the one call it makes leaves its result
+            made = made_by(first, call, stmt_calls, env, self.placement.attribute)
+            return ("high", "the tensor is known to live on a device") if made == DEVICE else None
         place = value_fact(first.ref, stmt_calls, call, env, self.placement.attribute)
         if place == DEVICE:
             return "high", "the tensor is known to live on a device"
