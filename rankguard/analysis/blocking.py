@@ -70,6 +70,7 @@ from rankguard.analysis.memo import MemoShape
 from rankguard.analysis.narrowing import Narrowing
 from rankguard.analysis.overrides import configured
 from rankguard.analysis.passed import PassedCallables
+from rankguard.analysis.precision import loop_entry
 from rankguard.analysis.predicates import Predicates
 from rankguard.analysis.reach import FOLLOWED, followed
 from rankguard.analysis.receivers import Receivers
@@ -315,16 +316,20 @@ class BlockingAnalysis:
         header = list(loop.calls) if not loop.targets else []
         self._stack.append(record.qualname)
         known = self.context.round_facts(record)
+        # What the locals made before the loop hold at its head, on every pass.
+        entry = loop_entry(self.program, record.qualname, loop, self.classify.placement.attribute)
         try:
             walk = Walk(self, record)
-            end = walk.round_body(loop, header, State(True, {}, {}, known))
+            end = walk.round_body(loop, header, State(True, {}, entry, known))
+            if rnd.whole:  # the body is the round: a `return` ends it, the caller runs the next
+                end = join([end, *walk.returns])
             pairs = dict(walk.pairs)
             tail = dict(end.pending) if end else {}
             every = end.ran if end else frozenset()
             writers = set(walk.writers)
             if include_tail and tail:
                 again = Walk(self, record)
-                again.round_body(loop, header, State(False, tail, {}, known))
+                again.round_body(loop, header, State(False, tail, entry, known))
                 writers |= again.writers
                 for key, pair in again.pairs.items():
                     if key not in pairs and pair.blocking.key in tail:

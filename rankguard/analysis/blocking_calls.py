@@ -17,6 +17,7 @@ from rankguard.analysis.blocking_types import BlockingCall, Guards, call_text
 from rankguard.analysis.precision import (
     bounded,
     flags_clear,
+    made_by,
     receiver_fact,
     thread_dead,
     timeout_clear,
@@ -214,8 +215,11 @@ class CallClassifier:
         device: known to be (high), or a reference the model types as a tensor by its
         annotation (`sel.count` of a `count: torch.Tensor` field) but cannot place (medium)."""
         first = call.operands[0] if call.operands else None
-        if first is None or first.keyword is not None or first.ref is None:
+        if first is None or first.keyword is not None:
             return None
+        if first.ref is None:  # `bool(t.norm())`: where the one call it makes leaves its result
+            made = made_by(first, call, stmt_calls, env, self.placement.attribute)
+            return ("high", "the tensor is known to live on a device") if made == DEVICE else None
         place = value_fact(first.ref, stmt_calls, call, env, self.placement.attribute)
         if place == DEVICE:
             return "high", "the tensor is known to live on a device"
@@ -294,14 +298,25 @@ def _truths(cond: Cond) -> Iterator[Cond]:
 
 def _valued(cond: Cond) -> bool:
     """A test whose truth is a tensor's value where it is made from one: a reference, a
-    reduction (`torch.any(mask)`, `x.all()`), or a value comparison with one (`x.sum() > 0`).
-    Comparing a device name (`self.device == "cuda"`) or asking what a tensor is
-    (`torch.is_tensor(x)`) reads no value."""
+    reduction (`torch.any(mask)`, `x.all()`), or a value comparison with either (`x.sum() > 0`,
+    `n > 0`: comparing a tensor makes a tensor of booleans). Which operand is a device tensor
+    is the placement's to say (`of_tree`): a device name (`self.device == "cuda"`), a shape or
+    a count is none, and asking what a tensor is (`torch.is_tensor(x)`) reads no value."""
     tag = cond[0]
     if tag == "ref":
         return True
     if tag == "call":
         return cond[1][-1] in _REDUCTIONS
     if tag == "cmp" and set(cond[1]) <= _VALUE_COMPARISONS:
-        return any(part[0] == "call" and part[1][-1] in _REDUCTIONS for part in cond[2])
+        if any(_designates(part) for part in cond[2]):
+            return False  # `self.device == "cuda"`: device names, whatever their placement says
+        return any(part[0] == "ref" or _valued(part) for part in cond[2])
     return False
+
+
+def _designates(tree: Cond) -> bool:
+    """A device's name or handle (`"cuda"`, `torch.device("cuda")`): what is compared with one
+    names a device too, and a tensor never is."""
+    if tree[0] == "const":
+        return isinstance(tree[1], str)
+    return tree[0] == "call" and tree[1][-1:] == ("device",)

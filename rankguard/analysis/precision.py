@@ -16,7 +16,7 @@ from rankguard.model.facts import FALSY, TRUTHY, Cond, Facts, Symbol, contradict
 from rankguard.model.placement import Attrs, Env, agree, of_segs, of_tree, produced
 from rankguard.model.program import Program
 from rankguard.model.returns import ReturnPlacement
-from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Operand, Segs, Stmt
+from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Operand, Segs, Stmt, walk_statements
 
 CLOCK = "clock"  # a local holding a time reading
 _CLOCKS = frozenset(("monotonic", "time", "perf_counter", "monotonic_ns", "time_ns"))
@@ -209,3 +209,51 @@ def bound_afresh(env: Mapping[str, str], element: Mapping[str, str | None]) -> d
         if place is not None:
             out[name] = place
     return out
+
+
+_ENTRY_PASSES = 4
+
+
+def loop_entry(program: Program, fn: str, loop: Stmt, attrs: Attrs) -> dict[str, str]:
+    """Where each local of `fn` lives at the head of its round `loop`, on every pass: what it
+    was given before the loop, joined with what the loop gives it. A local the loop binds (or
+    a nested function, which may rebind it through `nonlocal`), a parameter (its entry value
+    is not known) and a local bound other than by a plain assignment (a `for`, a `with`, a
+    tuple's unpacking) are not known here; the others take the placement every assignment
+    outside the loop agrees on, read with what the others hold (iterated until it settles,
+    so each holds wherever the local is bound)."""
+    record = program.functions[fn]
+    body = record.info.body
+    inside = {id(s) for s in walk_statements((loop,))}
+    bindings: dict[str, list[Stmt]] = {}
+    blocked = {p.name.lstrip("*") for p in record.info.params} | set(record.info.global_names)
+    for stmt in walk_statements(body):
+        names = [t[0] for t in stmt.targets if len(t) == 1]
+        if not names:
+            continue
+        plain = stmt.kind == "assign" and bool(stmt.tree) and len(stmt.targets) == 1
+        if id(stmt) in inside or not plain:
+            blocked.update(names)
+            continue
+        bindings.setdefault(names[0], []).append(stmt)
+    prefix = fn + ".<locals>."
+    for name in program.functions:
+        if name.startswith(prefix):
+            inner = program.functions[name].info
+            blocked.update(p.name.lstrip("*") for p in inner.params)
+            for stmt in walk_statements(inner.body):
+                blocked.update(t[0] for t in stmt.targets if len(t) == 1)
+    bindings = {name: stmts for name, stmts in bindings.items() if name not in blocked}
+    env: dict[str, str] = {}
+    for _ in range(_ENTRY_PASSES):
+        settled: dict[str, str] = {}
+        for name, stmts in bindings.items():
+            place = of_tree(stmts[0].tree, env, {}, attrs)
+            for stmt in stmts[1:]:
+                place = agree(place, of_tree(stmt.tree, env, {}, attrs))
+            if place is not None:
+                settled[name] = place
+        if settled == env:
+            return env
+        env = settled
+    return {}  # not settled: nothing is sure

@@ -18,6 +18,11 @@ string is itself given the placement it names, so `device = torch.device("cpu" i
 A test on a tensor's device (`assert x.device == cpu`, `if x.is_cpu:`) places it on the side
 taken (`asserted`).
 
+An integer device index (`torch.cuda.current_device()`, `x.get_device()`, a literal `0`) is a
+Python int (`index`: host data, a sync on it reads nothing), and where a device is expected
+(`device=`, `.to(...)`, `torch.device(...)`) it names the accelerator: PyTorch reads an int
+device as an index of the current accelerator, never as the CPU.
+
 Attributes are placed program-wide, by name: an attribute every assignment in the program
 gives a host value (`self.seq_lens_cpu = seq_lens.cpu()`) is a host value wherever it is read.
 Where no assignment places a value, a name that says host (`*_cpu`, `*_host`, a buffer's `.np`)
@@ -35,7 +40,11 @@ from rankguard.model.facts import UNKNOWN, Cond, Facts, choose
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt, walk_statements
 
 CPU, DEVICE, SCALAR = "cpu", "device", "scalar"
-HOST = frozenset((CPU, SCALAR))  # no device data: a sync on it reads nothing from a device
+INDEX = "index"  # a Python int naming an accelerator: host data, a device where one is expected
+HOST = frozenset((CPU, SCALAR, INDEX))  # no device data: a sync on it reads nothing from a device
+# Calls that give the index of an accelerator (`torch.cuda.current_device()`, `t.get_device()`).
+_INDEX_CALLS = frozenset(("current_device", "get_device", "current_device_index"))
+_INDEX_TEXT = re.compile(r"(?:^|\.)(?:current_device|get_device|current_device_index)\(\)$")
 
 FACTORIES = frozenset(
     (
@@ -68,6 +77,8 @@ KEEPS = frozenset(
         "clamp", "to_dense", "count_nonzero", "eq", "ne", "gt", "lt", "ge", "le",
         "add", "sub", "mul", "div", "remainder", "floor_divide", "neg", "pow", "floor", "ceil",
         "round", "exp", "log", "sqrt", "cumprod", "diff", "flip", "roll", "masked_select",
+        "norm", "std", "var", "median", "amax", "amin", "nansum", "logsumexp", "square",
+        "isnan", "isinf", "isfinite", "logical_not", "sign", "reciprocal",
     )
 )  # fmt: skip
 # Modules whose functions make tensors from tensors (`torch.cumsum(x)`, `F.pad(x, p)`; `F` is
@@ -112,9 +123,25 @@ def _text_placement(text: str | None, env: Env) -> str | None:
         return None
     text = text.strip()
     if text.isidentifier():
-        return env.get(text)
+        return _as_device(env.get(text))
+    if text.isdigit() or _INDEX_TEXT.search(text):
+        return DEVICE  # `device=0`, `device=torch.cuda.current_device()`: an accelerator's index
     match = _DEVICE_TEXT.match(text)
     return named(match.group("kind")) if match else None
+
+
+def _as_device(place: str | None) -> str | None:
+    """A placement read where a device is expected: an int index names the accelerator (a
+    Python number there can only be an index)."""
+    return DEVICE if place in (INDEX, SCALAR) else place
+
+
+def device_of(tree: Any, env: Env, known: Facts, attrs: Attrs) -> str | None:
+    """Where a device argument (`device=`, `.to(x)`, `torch.device(x)`) puts a tensor: a
+    literal int or an index is the accelerator."""
+    if tree and tree[0] == "const" and type(tree[1]) is int:
+        return DEVICE
+    return _as_device(of_tree(tree, env, known, attrs))
 
 
 def produced(call: CallSite, env: Env, receiver: Callable[[], str | None]) -> str | None:
@@ -151,7 +178,7 @@ def combined(places: Iterable[str | None]) -> str | None:
     if any operand is; on the host if a host tensor is among them (PyTorch refuses to mix a
     host tensor with a device one, save a 0-dim host tensor: such a scalar is taken as the
     rare case it is); a Python value if every operand is one; else unknown."""
-    seen = set(places)
+    seen = {SCALAR if place == INDEX else place for place in places}
     if DEVICE in seen:
         return DEVICE
     if CPU in seen:
@@ -163,6 +190,8 @@ def agree(first: str | None, second: str | None) -> str | None:
     """One placement for a value that is either: host data both ways counts as host."""
     if first == second:
         return first
+    if INDEX in (first, second):  # as a device, an index is the accelerator: the two differ
+        return None
     return CPU if first in HOST and second in HOST else None
 
 
@@ -198,15 +227,17 @@ def of_tree(tree: Any, env: Env, known: Facts, attrs: Attrs) -> str | None:
         device = kwargs.get("device") or (args[0] if args else None)
         if device is None or (device[0] == "ref" and _dtype(device[1])):
             return _receiver(tree, env, known, attrs)
-        return of_tree(device, env, known, attrs)
+        return device_of(device, env, known, attrs)
+    if method in _INDEX_CALLS and len(segs) >= 2:
+        return INDEX
     module = segs[:-1]
     if len(segs) == 2 and segs[0] == "torch":
         if method == "device":
-            return of_tree(args[0], env, known, attrs) if args else None
+            return device_of(args[0], env, known, attrs) if args else None
         if method in FACTORIES:
             device = kwargs.get("device")
             if device is not None:
-                return of_tree(device, env, known, attrs)
+                return device_of(device, env, known, attrs)
             if method in _COPIES and args and of_tree(args[0], env, known, attrs) == DEVICE:
                 return DEVICE  # made from a tensor: where that tensor lives
             if method not in _LIKE:
