@@ -30,10 +30,12 @@ from rankguard.catalogs.catalog import BlockingCatalog, BlockingEntry
 from rankguard.core.chains import Hop
 from rankguard.model.facts import Cond, Facts
 from rankguard.model.placement import (
+    CPU,
     DEVICE,
     HOST,
     AttributePlacement,
     bound,
+    device_of,
     of_tree,
     produced,
 )
@@ -173,9 +175,15 @@ class CallClassifier:
                 return None
             confidence, note = read
         elif guard == "device-result":
-            if produced(call, env, lambda: None) != DEVICE:
+            made = self._made_on(call, env)
+            if made is None:
                 return None
-            note = "the tensor is made on a device"
+            confidence, note = made
+        elif guard == "host-to-device":
+            copied = self._copied_to_device(call, stmt_calls, env)
+            if copied is None:
+                return None
+            confidence, note = copied
         elif guard == "zmq-flags":
             if flags_clear(call, known or {}):
                 return None
@@ -253,6 +261,45 @@ class CallClassifier:
                 found[call.key] = call
         return found
 
+    def _made_on(self, call: CallSite, env: Mapping[str, str]) -> tuple[str, str] | None:
+        """`torch.tensor(data, device=...)`: (confidence, note) where the device it names may
+        be an accelerator; None where it is the host or not named (PyTorch's default)."""
+        if call.args and call.args[0].strip() in ("[]", "()"):
+            return None  # nothing to copy
+        made = produced(call, env, lambda: None) or self._device_held(call.kwarg("device"), env)
+        if made == DEVICE:
+            return "high", "the tensor is made on a device"
+        if made is None and _unnamed_device(call.kwarg("device")):
+            return "medium", "the device it is made on is not known here"
+        return None
+
+    def _device_held(self, text: str | None, env: Mapping[str, str]) -> str | None:
+        """What a device argument spelled as a reference holds (`device=self.device`, set
+        to a device somewhere): its placement as an attribute or a local."""
+        segs = tuple(text.strip().split(".")) if text else ()
+        if not segs or not all(seg.isidentifier() for seg in segs):
+            return None
+        return device_of(("ref", segs), dict(env), {}, self.placement.attribute)
+
+    def _copied_to_device(
+        self, call: CallSite, stmt_calls: Sequence[CallSite], env: Mapping[str, str]
+    ) -> tuple[str, str] | None:
+        """`h.to(device)` / `h.cuda()`: (confidence, note) where a host tensor is copied to a
+        device without `non_blocking=True` (the copy then waits for the current stream); None
+        where the receiver is not known to be a host tensor, the target is the host or a dtype,
+        or the copy does not block."""
+        if _truthy(call.kwarg("non_blocking")):
+            return None
+        if receiver_fact(call, stmt_calls, env, self.placement.attribute) != CPU:
+            return None
+        target = call.kwarg("device") or (call.args[0] if call.args else None)
+        made = produced(call, env, lambda: CPU) or self._device_held(target, env)
+        if made == DEVICE:
+            return "high", "a host tensor copied to a device"
+        if made is None and _unnamed_device(target):
+            return "medium", "a host tensor copied to a device the model cannot name"
+        return None
+
     def truth_test(
         self, record: FunctionRecord, stmt: Stmt, env: Mapping[str, str], cadence: str | None
     ) -> BlockingCall | None:
@@ -312,6 +359,17 @@ def _valued(cond: Cond) -> bool:
             return False  # `self.device == "cuda"`: device names, whatever their placement says
         return any(part[0] == "ref" or _valued(part) for part in cond[2])
     return False
+
+
+def _unnamed_device(text: str | None) -> bool:
+    """A device argument the placement could not name: an expression (`self.device`), not a
+    literal (a literal that names no accelerator, `"meta"`, makes no copy)."""
+    return text is not None and text.strip()[:1] not in ("'", '"')
+
+
+def _truthy(text: str | None) -> bool:
+    """An argument written as a true literal (`non_blocking=True`, `=1`)."""
+    return text is not None and text.strip() in ("True", "1")
 
 
 def _designates(tree: Cond) -> bool:

@@ -162,7 +162,7 @@ def test_sarif_validates_against_the_official_schema(capsys, tmp_path: Path):
         assert rule["shortDescription"]["text"] and rule["fullDescription"]["text"]
         assert rule["help"]["text"]
     results = [r for r in run["results"] if r["ruleId"] == "blocking-before-collective"]
-    assert len(results) == 13  # B1-B13 of EXPECTED.md §2
+    assert len(results) == 15  # B1-B15 of EXPECTED.md §2
     for result in results:
         assert result["partialFingerprints"]["rankguard/v1"]
         assert result["codeFlows"][0]["threadFlows"][0]["locations"]

@@ -20,7 +20,7 @@ def test_an_integer_device_index_places_a_factory_on_the_device(tmp_path: Path):
                 self.dev = torch.cuda.current_device()
 
             def size(self, n):
-                return torch.tensor([n], device=self.dev)
+                return torch.tensor([n], device=self.dev)  # expect: h2d copy
 
         def direct(n):
             while True:
@@ -56,7 +56,7 @@ def test_an_integer_device_index_places_a_factory_on_the_device(tmp_path: Path):
 
         def moved(n):
             while True:
-                t = torch.zeros(n).to(torch.cuda.current_device())
+                t = torch.zeros(n).to(torch.cuda.current_device())  # expect: h2d copy
                 dist.barrier()
                 a = t.tolist()  # expect
 

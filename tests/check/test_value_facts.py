@@ -53,7 +53,7 @@ def test_methods_keep_or_move_placement(tmp_path: Path):
                 m = a.float().max().item()
                 b = torch.ones(2, device="cuda").float()
                 k = b.sum().item()  # expect
-                c = torch.ones(2).cuda()
+                c = torch.ones(2).cuda()  # expect: the copy waits for the stream
                 c.tolist()  # expect
                 d = b.to("cpu").detach()
                 d.tolist()
@@ -72,7 +72,7 @@ def test_a_device_expression_is_decided_by_call_site_constants(tmp_path: Path):
             device = torch.device(
                 "cuda" if torch.cuda.is_available() and not force_cpu_device else "cpu"
             )
-            size = torch.tensor([0], dtype=torch.long, device=device)
+            size = torch.tensor([0], dtype=torch.long, device=device)  # expect: a copy there
             dist.broadcast(size, src=0)
             n = size.item()  # expect
             dist.broadcast(torch.empty(n, device=device), src=0)
@@ -87,7 +87,7 @@ def test_a_device_expression_is_decided_by_call_site_constants(tmp_path: Path):
     )
     # Only the call that passes force_cpu_device=False can put the size on a device.
     line = code.splitlines().index("        send_size(x, False)") + 1
-    assert [f.extra["chain"][0]["line"] for f in findings] == [line]
+    assert [f.extra["chain"][0]["line"] for f in findings] == [line, line]
 
 
 def test_a_cuda_event_wait_is_a_stream_wait(tmp_path: Path):

@@ -127,6 +127,62 @@ def test_pageable_host_to_device_copies(tmp_path: Path):
     )
 
 
+def test_a_copy_to_a_device_the_model_cannot_name_is_reported_at_medium(tmp_path: Path):
+    # A runner's `self.device` is set from a parameter: which device is not known, so
+    # `torch.tensor(ids, device=self.device)` is a pageable copy where it names an accelerator
+    # (medium, saying why); a device known to be the host, or none, makes no copy.
+    findings = _assert_marked(
+        tmp_path,
+        """
+        class Runner:
+            def __init__(self, device):
+                self.device = device
+
+            def event_loop(self, ids, dev):
+                while True:
+                    a = torch.tensor(ids, device=self.device)  # expect
+                    b = torch.as_tensor(ids, device=dev)  # expect
+                    c = torch.tensor(ids, device="cpu")
+                    d = torch.tensor(ids)
+                    e = torch.tensor(ids, device="cuda")  # expect
+                    f = torch.tensor(ids, device="meta")
+                    g = torch.tensor([], device=self.device)
+                    dist.barrier()
+        """,
+    )
+    confidence = {
+        f.extra["blocking"]["text"].split("(")[0]: f.extra["confidence"] for f in findings
+    }
+    assert sorted(f.extra["confidence"] for f in findings) == ["high", "medium", "medium"]
+    assert all(f.extra["blocking"]["kind"] == "h2d-copy" for f in findings), confidence
+
+
+def test_a_blocking_copy_of_a_host_tensor_to_a_device_waits_for_the_stream(tmp_path: Path):
+    # `.to(device)` / `.cuda()` of a host tensor without `non_blocking=True` synchronises the
+    # current stream after the copy (every kernel queued before it); with `non_blocking=True`,
+    # a dtype, the host as target, or a tensor already on the device, it does not.
+    findings = _assert_marked(
+        tmp_path,
+        """
+        def event_loop(ids, dev):
+            while True:
+                h = torch.tensor(ids)
+                g = torch.zeros(4, device="cuda")
+                a = h.to("cuda")  # expect
+                b = h.cuda()  # expect
+                c = h.to(dev)  # expect
+                d = h.to(device="cuda:0", dtype=torch.int32)  # expect
+                e = h.to("cuda", non_blocking=True)
+                f = h.cuda(non_blocking=True)
+                i = h.to(torch.int32)
+                j = h.to("cpu")
+                k = g.to("cuda")
+                dist.barrier()
+        """,
+    )
+    assert sorted(f.extra["confidence"] for f in findings) == ["high", "high", "high", "medium"]
+
+
 def test_futures_and_asyncio_waits(tmp_path: Path):
     _assert_marked(
         tmp_path,
