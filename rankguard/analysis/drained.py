@@ -38,8 +38,11 @@ DRAINED: Cond = ("drained",)
 # The first sync of unknown placement since anything was launched ("`x.tolist()` (path:line)"):
 # a later one of unknown placement waits only if the two live apart.
 SYNCED: Cond = ("synced",)
-_SYNC = "device-sync"
-_TENSOR_READ = ("torch.Tensor.", "int(tensor)")
+# A host-to-device copy made without `non_blocking` synchronises the current stream after it:
+# it waits as a tensor's read does, and drains the queue as one.
+_SYNCS = frozenset(("device-sync", "h2d-copy"))
+_COPY = "h2d-copy"
+_TENSOR_READ = ("torch.Tensor.", "int(tensor)", "torch.tensor(device=)")
 _DEVICE_SYNC = "torch.cuda.synchronize"
 _EVENT_SYNC = "torch.cuda.Event.synchronize"
 # The event recorded last on the current stream, with nothing launched since (its segments).
@@ -85,7 +88,7 @@ def maybe_drained(blocking: BlockingCall, known: Mapping[Cond, Any]) -> Blocking
     reported as (low confidence, naming it, where that one is not reported). A sync known to
     be on a device keeps its confidence (the earlier one may have read the host)."""
     earlier = known.get(SYNCED)
-    if blocking.kind != _SYNC or blocking.confidence == "high" or not earlier:
+    if blocking.kind not in _SYNCS or blocking.confidence == "high" or not earlier:
         return blocking
     why = (
         f"an earlier sync of unknown placement, {earlier}, with nothing launched since, "
@@ -165,7 +168,7 @@ def _display(tree: Cond) -> bool:
 def after(blocking: BlockingCall | None, call: CallSite, quiet: bool, state: State) -> State:
     """The state past `call` (`blocking` if it is one; `quiet`: it launches no device work,
     `analysis.launches`): drained by a sync, no longer drained by a call that may launch."""
-    if blocking is not None and blocking.kind == _SYNC:
+    if blocking is not None and blocking.kind in _SYNCS:
         if blocking.doubt or state.known.get(DRAINED) is True:
             return state
         if _recorded_last(blocking, call, state.known):
@@ -176,9 +179,10 @@ def after(blocking: BlockingCall | None, call: CallSite, quiet: bool, state: Sta
             return state.evolve(known={**state.known, DRAINED: True})
         known = dict(state.known)
         known.setdefault(SYNCED, blocking.place)
-        if len(call.target) == 1:
+        if len(call.target) == 1 or blocking.kind == _COPY:
             # `int(sel.count)`: a count often sits on the host beside device data, so it drains
-            # nothing for sure; the reads after it are its followers.
+            # nothing for sure; the reads after it are its followers. So does a copy to a
+            # device the model cannot name (none, if it is the host): it reads no object.
             return state.evolve(known=known)
         roots = _roots(call)
         drained = known.get(DRAINED)

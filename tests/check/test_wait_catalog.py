@@ -141,9 +141,11 @@ def test_a_copy_to_a_device_the_model_cannot_name_is_reported_at_medium(tmp_path
             def event_loop(self, ids, dev):
                 while True:
                     a = torch.tensor(ids, device=self.device)  # expect
+                    k = a @ a
                     b = torch.as_tensor(ids, device=dev)  # expect
                     c = torch.tensor(ids, device="cpu")
                     d = torch.tensor(ids)
+                    k = b @ b
                     e = torch.tensor(ids, device="cuda")  # expect
                     f = torch.tensor(ids, device="meta")
                     g = torch.tensor([], device=self.device)
@@ -169,9 +171,13 @@ def test_a_blocking_copy_of_a_host_tensor_to_a_device_waits_for_the_stream(tmp_p
                 h = torch.tensor(ids)
                 g = torch.zeros(4, device="cuda")
                 a = h.to("cuda")  # expect
+                k = g @ g
                 b = h.cuda()  # expect
+                k = g @ g
                 c = h.to(dev)  # expect
+                k = g @ g
                 d = h.to(device="cuda:0", dtype=torch.int32)  # expect
+                k = g @ g
                 e = h.to("cuda", non_blocking=True)
                 f = h.cuda(non_blocking=True)
                 i = h.to(torch.int32)
@@ -181,6 +187,36 @@ def test_a_blocking_copy_of_a_host_tensor_to_a_device_waits_for_the_stream(tmp_p
         """,
     )
     assert sorted(f.extra["confidence"] for f in findings) == ["high", "high", "high", "medium"]
+
+
+def test_a_copy_right_after_a_sync_waits_only_for_itself(tmp_path: Path):
+    # A copy to a known device synchronises the stream: a second one (or a read) right after
+    # it, with nothing launched between, waits for nothing queued before it. A copy to a device
+    # the model cannot name drains the queue only if it is an accelerator: the next copy of that
+    # kind is its follower, listed with it (it waits in its place where the first was a no-op),
+    # as a read of unknown placement is.
+    findings = _assert_marked(
+        tmp_path,
+        """
+        class Runner:
+            def __init__(self, device):
+                self.device = device
+
+            def event_loop(self, x, y, z, w):
+                while True:
+                    a = torch.tensor(x, device="cuda")  # expect
+                    b = torch.tensor(y, device="cuda")
+                    n = a.sum().item()
+                    m = a @ a
+                    c = torch.tensor(z, device=self.device)  # expect
+                    d = torch.tensor(w, device=self.device)
+                    dist.barrier()
+        """,
+    )
+    assert [f.extra["confidence"] for f in sorted(findings, key=lambda f: f.line)] == [
+        "high", "medium"
+    ]
+    assert "torch.tensor(w, device=self.device)" in findings[-1].message
 
 
 def test_futures_and_asyncio_waits(tmp_path: Path):
