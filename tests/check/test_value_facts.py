@@ -53,7 +53,7 @@ def test_methods_keep_or_move_placement(tmp_path: Path):
                 m = a.float().max().item()
                 b = torch.ones(2, device="cuda").float()
                 k = b.sum().item()  # expect
-                c = torch.ones(2).cuda()  # expect: the copy waits for the stream
+                c = torch.ones(2).cuda(non_blocking=True)  # a copy that waits: test_wait_catalog
                 c.tolist()  # expect
                 d = b.to("cpu").detach()
                 d.tolist()

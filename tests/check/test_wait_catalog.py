@@ -214,7 +214,8 @@ def test_a_copy_right_after_a_sync_waits_only_for_itself(tmp_path: Path):
         """,
     )
     assert [f.extra["confidence"] for f in sorted(findings, key=lambda f: f.line)] == [
-        "high", "medium"
+        "high",
+        "medium",
     ]
     assert "torch.tensor(w, device=self.device)" in findings[-1].message
 
