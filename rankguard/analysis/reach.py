@@ -102,8 +102,8 @@ def match_rounds(
     """Functions whose qualified name matches a pattern and that have a round: any function
     when the patterns are configured (`round_scope`), else one with a loop. A configured
     match without a `while` loop that is defined inside another match (`*` spans dots, so
-    `*.step_*` matches `step_a.<locals>.helper`) runs within that round: it is no round of
-    its own (`rounds.round_warnings` names it)."""
+    `*.step_*` matches `step_a.<locals>.helper`) is no round of its own: it is analysed
+    only where that round calls it (`rounds.round_warnings` names it)."""
     matched = matched_functions(program, patterns)
     names = {r.qualname for r in matched}
     return [
