@@ -310,6 +310,8 @@ class BlockingAnalysis:
         try:
             walk = Walk(self, record)
             end = walk.round_body(loop, header, State(True, {}, entry, known))
+            if rnd.whole:  # the body is the round: a `return` ends it, the caller runs the next
+                end = join([end, *walk.returns])
             pairs = dict(walk.pairs)
             tail = dict(end.pending) if end else {}
             every = end.ran if end else frozenset()

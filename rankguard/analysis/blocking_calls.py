@@ -298,14 +298,25 @@ def _truths(cond: Cond) -> Iterator[Cond]:
 
 def _valued(cond: Cond) -> bool:
     """A test whose truth is a tensor's value where it is made from one: a reference, a
-    reduction (`torch.any(mask)`, `x.all()`), or a value comparison with one (`x.sum() > 0`).
-    Comparing a device name (`self.device == "cuda"`) or asking what a tensor is
-    (`torch.is_tensor(x)`) reads no value."""
+    reduction (`torch.any(mask)`, `x.all()`), or a value comparison with either (`x.sum() > 0`,
+    `n > 0`: comparing a tensor makes a tensor of booleans). Which operand is a device tensor
+    is the placement's to say (`of_tree`): a device name (`self.device == "cuda"`), a shape or
+    a count is none, and asking what a tensor is (`torch.is_tensor(x)`) reads no value."""
     tag = cond[0]
     if tag == "ref":
         return True
     if tag == "call":
         return cond[1][-1] in _REDUCTIONS
     if tag == "cmp" and set(cond[1]) <= _VALUE_COMPARISONS:
-        return any(part[0] == "call" and part[1][-1] in _REDUCTIONS for part in cond[2])
+        if any(_designates(part) for part in cond[2]):
+            return False  # `self.device == "cuda"`: device names, whatever their placement says
+        return any(part[0] == "ref" or _valued(part) for part in cond[2])
     return False
+
+
+def _designates(tree: Cond) -> bool:
+    """A device's name or handle (`"cuda"`, `torch.device("cuda")`): what is compared with one
+    names a device too, and a tensor never is."""
+    if tree[0] == "const":
+        return isinstance(tree[1], str)
+    return tree[0] == "call" and tree[1][-1:] == ("device",)

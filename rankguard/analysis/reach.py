@@ -1,5 +1,5 @@
-"""The loop of a round function, and which functions a round reaches by calls (callbacks run
-elsewhere, later, and are not followed)."""
+"""The round of a round function (its loop, or its whole body), and which functions a round
+reaches by calls (callbacks run elsewhere, later, and are not followed)."""
 
 from __future__ import annotations
 
@@ -49,20 +49,68 @@ def round_loop(record: FunctionRecord) -> Stmt | None:
     return None
 
 
+def has_while(record: FunctionRecord) -> bool:
+    return any(s.kind == "loop" and not s.targets for s in walk_statements(record.info.body))
+
+
+def whole_body(record: FunctionRecord) -> Stmt:
+    """The function's body as one iteration of a loop with no header, at the def line: the
+    round of a function its caller runs once per round."""
+    return Stmt("loop", record.info.line, blocks=(tuple(record.info.body), ()), text="<body>")
+
+
+def round_scope(record: FunctionRecord, configured: bool) -> tuple[Stmt, bool] | None:
+    """The round of `record` and whether it is the whole body. A function with a `while` loop
+    runs its rounds itself: that loop (`round_loop`). A configured one without (a training
+    step, a pipeline schedule) is called once per round by a caller, maybe outside the tree:
+    its whole body, not its first `for` loop (the warm-up micro-batches). Discovered rounds
+    are loops by definition (`analysis.discovery`)."""
+    if configured and not has_while(record):
+        return whole_body(record), True
+    loop = round_loop(record)
+    return (loop, False) if loop is not None else None
+
+
 def loop_calls(loop: Stmt) -> list[CallSite]:
     """Calls one iteration evaluates: a `while` test, then the body."""
     header = list(loop.calls) if not loop.targets else []
     return header + list(walk_calls(loop.blocks[0]))
 
 
-def match_rounds(program: Program, patterns: Sequence[str]) -> list[FunctionRecord]:
-    """Functions whose qualified name matches a pattern and that contain a loop."""
+def enclosing_match(record: FunctionRecord, names: set[str]) -> str | None:
+    """The innermost function in `names` that `record` is defined in (`outer.<locals>.f`)."""
+    name = record.qualname
+    while ".<locals>." in name:
+        name = name.rsplit(".<locals>.", 1)[0]
+        if name in names:
+            return name
+    return None
+
+
+def matched_functions(program: Program, patterns: Sequence[str]) -> list[FunctionRecord]:
     return [
         record
         for record in program.iter_functions()
         if not record.is_module_body
         and any(fnmatch.fnmatchcase(record.qualname, pat) for pat in patterns)
-        and round_loop(record) is not None
+    ]
+
+
+def match_rounds(
+    program: Program, patterns: Sequence[str], configured: bool = False
+) -> list[FunctionRecord]:
+    """Functions whose qualified name matches a pattern and that have a round: any function
+    when the patterns are configured (`round_scope`), else one with a loop. A configured
+    match without a `while` loop that is defined inside another match (`*` spans dots, so
+    `*.step_*` matches `step_a.<locals>.helper`) runs within that round: it is no round of
+    its own (`rounds.round_warnings` names it)."""
+    matched = matched_functions(program, patterns)
+    names = {r.qualname for r in matched}
+    return [
+        record
+        for record in matched
+        if round_scope(record, configured) is not None
+        and not (configured and not has_while(record) and enclosing_match(record, names))
     ]
 
 

@@ -151,6 +151,8 @@ def _emit(args: argparse.Namespace, run: CheckRun) -> None:
             "findings": [f.to_json() for f in result.findings],
             "errors": [e.to_json() for e in run.errors],
         }
+        if run.warnings:  # an extra field (DESIGN 4): rounds that reach no collective
+            payload["warnings"] = [w.to_json() for w in run.warnings]
         if args.show_suppressed:
             payload["suppressed"] = [
                 s.to_json() for s in sorted(result.suppressed, key=lambda s: s.finding)

@@ -1,8 +1,10 @@
 """`rankguard rounds`: the round functions and every collective each round reaches.
 
-With no `rounds` configured (and no `--round`), the rounds are discovered, as `check` does,
-and announced on stderr; `--discover` lists every candidate with its evidence instead (exit 2
-when there is none, saying what to configure).
+A configured round function without a `while` loop is a round by its whole body
+(`analysis.reach.round_scope`; `scope` says which). With no `rounds` configured (and no
+`--round`), the rounds are discovered, as `check` does, and announced on stderr; `--discover`
+lists every candidate with its evidence instead (exit 2 when there is none, saying what to
+configure). Configured rounds that reach no collective are named on stderr and in `warnings`.
 """
 
 from __future__ import annotations
@@ -11,8 +13,14 @@ import argparse
 from pathlib import Path
 
 from rankguard.analysis.discovery import Discovery, none_found_message, require_rounds
-from rankguard.analysis.rounds import Round, find_rounds
-from rankguard.commands._shared import announce, emit_json, load_from_path, print_errors
+from rankguard.analysis.rounds import Round, find_rounds, round_warnings
+from rankguard.commands._shared import (
+    announce,
+    emit_json,
+    load_from_path,
+    print_errors,
+    print_warnings,
+)
 from rankguard.core.errors import InputError
 from rankguard.rules.base import RuleContext
 
@@ -50,7 +58,8 @@ def render_text(rounds: list[Round]) -> str:
     lines: list[str] = []
     for rnd in rounds:
         fn = rnd.function
-        lines.append(f"{fn.qualname}  ({fn.path}:{fn.info.line}, loop at line {rnd.loop.line})")
+        scope = "whole body, run once per round" if rnd.whole else f"loop at line {rnd.loop.line}"
+        lines.append(f"{fn.qualname}  ({fn.path}:{fn.info.line}, {scope})")
         if not rnd.collectives:
             lines.append("  no collective reached")
         for reached in rnd.collectives:
@@ -92,16 +101,20 @@ def run(args: argparse.Namespace) -> int:
     discovered = require_rounds(program, patterns, lambda: context.discovery, origin)
     if discovered is not None:
         announce(discovered)
+    chosen = patterns or context.round_patterns
     rounds = find_rounds(
-        program, patterns or context.round_patterns, context.collectives, context.reach
+        program, chosen, context.collectives, context.reach, configured=bool(patterns)
     )
+    warnings = round_warnings(program, rounds, chosen, bool(patterns))
+    print_warnings(warnings)
     if args.format == "json":
-        emit_json(
-            {
-                "rounds": [r.to_json() for r in rounds],
-                "errors": [e.to_json() for e in program.errors],
-            }
-        )
+        payload = {
+            "rounds": [r.to_json() for r in rounds],
+            "errors": [e.to_json() for e in program.errors],
+        }
+        if warnings:  # an extra field (DESIGN 4): rounds that reach no collective
+            payload["warnings"] = [w.to_json() for w in warnings]
+        emit_json(payload)
     else:
         print(render_text(rounds), end="")
         print_errors(program.errors)

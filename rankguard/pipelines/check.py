@@ -64,6 +64,7 @@ class CheckRun:
     result: CheckResult = field(default_factory=CheckResult)
     everything: list[Finding] = field(default_factory=list)  # before the file restriction
     errors: list[ErrorRecord] = field(default_factory=list)
+    warnings: list[ErrorRecord] = field(default_factory=list)  # told on stderr; no exit code
     rules: list[type[Rule]] = field(default_factory=list)  # the rules whose findings show
     discoveries: list[Discovery] = field(default_factory=list)
     baseline: Path | None = None  # reports.baseline.judge applied this file
@@ -116,6 +117,7 @@ def run_check(
         tree = read_directory(target.root, config.exclude)
         options.warn(tree.warnings)  # at once: an error in this root must not hide them
         base = target.root if target.root.is_dir() else target.root.parent
+        prefix = "" if len(targets) == 1 else base.as_posix().rstrip("/") + "/"
         switches = f"round-tail={options.include_round_tail}"
         where = results_path(tree, cache, config, chosen, switches)
         # Results cached for this exact file set (and config) answer without loading the
@@ -127,6 +129,7 @@ def run_check(
         del tree  # the files' bytes (35 MiB on sglang): the rules read sources from disk
         if cached is not None:
             part, program_errors, found = cached.check, cached.errors, cached.discovery
+            warnings = cached.warnings
         else:
             assert program is not None
             # On by default: a warm check after an edit on sglang equalled --no-cache byte for
@@ -146,17 +149,20 @@ def run_check(
                     program, config.rounds, lambda c=context: c.discovery, origin
                 )
                 part = run_rules(program, config, chosen, context=context)
+                warnings = context.round_warnings()
                 if kept is not None:
                     kept.close()
             program_errors = program.errors
             if not part.failures:  # a rule that raised is retried next run, not remembered
-                store_results(where, Results(part, None, program_errors, found))
+                store_results(where, Results(part, None, program_errors, found, warnings))
+        warnings = [ErrorRecord(prefix + w.path, w.message) for w in warnings]
+        options.warn(warnings)
+        run.warnings += warnings
         if found is not None:
             run.discoveries.append(found)
         if program is not None and options.report_unused_ignores:
             ran = [rule.name for rule in chosen]
             part.findings = sorted([*part.findings, *unused_ignores(program, part, ran, known)])
-        prefix = "" if len(targets) == 1 else base.as_posix().rstrip("/") + "/"
         run.text_base = base if len(targets) == 1 else Path(".")
         run.everything += [_prefixed(f, prefix) for f in part.findings]
         shown = target.restrict(part.findings, key=touched_paths)

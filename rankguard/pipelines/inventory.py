@@ -99,9 +99,10 @@ def _reach(pinned: Pinned, config: Config, patterns: Sequence[str]):
     """Chains from the rounds to every reachable function, or None when no round matches."""
     parse_errors = [e for e in pinned.errors if e not in pinned.tree.errors]
     program = program_from_summaries(pinned.tree, pinned.summaries, parse_errors, pinned.cache)
+    configured = bool(patterns)
     if not patterns:  # none configured: the rounds `check` would discover
         patterns = AnalysisSession(program, config).discovery.patterns
-    rounds = match_rounds(program, patterns) if patterns else []
+    rounds = match_rounds(program, patterns, configured) if patterns else []
     if not rounds:
         return None, program.errors
     return reach_from(program, [r.qualname for r in rounds]), program.errors

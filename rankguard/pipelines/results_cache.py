@@ -40,6 +40,7 @@ class Results:
     staleness: list[dict[str, Any]] | None
     errors: list[ErrorRecord] = field(default_factory=list)  # the program's, as `check` shows
     discovery: Discovery | None = None  # the rounds discovered (none configured), to announce
+    warnings: list[ErrorRecord] = field(default_factory=list)  # rounds reaching no collective
 
 
 @cache

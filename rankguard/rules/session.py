@@ -18,12 +18,13 @@ from rankguard.adapters.keyed import KeyedStore
 from rankguard.analysis.blocking import BlockingAnalysis
 from rankguard.analysis.collectives import CollectiveReach
 from rankguard.analysis.discovery import Discovery, discover_rounds
-from rankguard.analysis.rounds import Round, find_rounds
+from rankguard.analysis.rounds import Round, find_rounds, round_warnings
 from rankguard.analysis.staleness import StalenessReport, staleness
 from rankguard.analysis.watchdog import Unwatched, find_unwatched
 from rankguard.catalogs.catalog import CollectiveCatalog, blocking_catalog, collective_catalog
 from rankguard.catalogs.platforms import platform_catalog
 from rankguard.core.config import Config
+from rankguard.core.errors import ErrorRecord
 from rankguard.model.program import Program
 
 SourceReader = Callable[[str], str]
@@ -63,7 +64,20 @@ class AnalysisSession:
 
     @cached_property
     def rounds(self) -> list[Round]:
-        return find_rounds(self.program, self.round_patterns, self.collectives, self.reach)
+        """Configured rounds without a `while` loop are their whole body; discovered ones are
+        loops (`reach.round_scope`)."""
+        configured = bool(self.config.rounds)
+        return find_rounds(
+            self.program, self.round_patterns, self.collectives, self.reach, configured
+        )
+
+    def round_warnings(self) -> list[ErrorRecord]:
+        """The rounds a rule read that reach no collective (`rounds.round_warnings`); none when
+        no rule read the rounds (a run of the staleness rule alone)."""
+        if "rounds" not in self.__dict__:  # cached_property: computed only if a rule asked
+            return []
+        configured = bool(self.config.rounds)
+        return round_warnings(self.program, self.rounds, self.round_patterns, configured)
 
     @cached_property
     def blocking(self) -> BlockingAnalysis:

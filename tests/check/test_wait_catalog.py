@@ -57,6 +57,38 @@ def test_a_test_computed_from_a_device_tensor_reads_it(tmp_path: Path):
     )
 
 
+def test_comparing_a_device_tensor_in_a_test_reads_it(tmp_path: Path):
+    # `if n > 0:` on a device tensor makes a device boolean and reads it on the host, like
+    # `if n.sum() > 0:`; its shape, a count of its elements, its dtype or device, another
+    # device name, and a host tensor's comparison read nothing from the device.
+    _assert_marked(
+        tmp_path,
+        """
+        def event_loop(dev):
+            while True:
+                n = torch.zeros([], device="cuda")
+                h = torch.zeros([])
+                if n > 0:  # expect
+                    pass
+                if 0 < n <= 8:  # expect
+                    pass
+                if n == h:  # expect
+                    pass
+                if n.shape[0] > 0:
+                    pass
+                if n.numel() > 1:
+                    pass
+                if n.dtype == torch.float32:
+                    pass
+                if n.device == dev:
+                    pass
+                if h > 0:
+                    pass
+                dist.barrier()
+        """,
+    )
+
+
 def test_each_operand_of_a_combined_test_is_read(tmp_path: Path):
     # `flag and torch.any(x)` reads the tensor wherever `flag` holds; `0 in x` searches a
     # device tensor on the host's behalf; `0 in ids_list` searches a list.

@@ -116,9 +116,15 @@ def test_reachability_and_chain(tmp_path, history, capsys):
     # watchdog() is only a thread target: a callback edge is not followed.
     assert rows["R7"]["reachable"] is False
     assert rows["R7"]["sites"][0]["chain"] is None
-    # The --round option overrides the config's rounds.
+    # The --round option overrides the config's rounds. A function without a loop is a round
+    # by its whole body (`analysis.reach.round_scope`): watchdog() reaches its own row only.
     _, payload, _ = relocate_json(
         tmp_path, h, inventory_md(rows_at_a(h), h.a), h.b, capsys, "--round", "*.watchdog"
+    )
+    rows = by_id(payload)
+    assert (rows["R1"]["reachable"], rows["R7"]["reachable"]) == (False, True)
+    _, payload, _ = relocate_json(
+        tmp_path, h, inventory_md(rows_at_a(h), h.a), h.b, capsys, "--round", "*.no_such_loop"
     )
     assert by_id(payload)["R1"]["reachable"] is None  # no round matched: unknown, not "no"
     assert any(w["kind"] == "no-round" for w in payload["warnings"])
