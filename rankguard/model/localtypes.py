@@ -113,7 +113,8 @@ class LocalTypes:
                 single = len(stmt.targets) == 1
                 found = self._value_of(fn, stmt, stmt.value)
                 taken = _takes(stmt.value)
-                kept = unpacked([v for v in found if taken or v.kind == "items"], single)
+                kept = [v for v in found if v.kind == "items" or (taken and _holdable(v))]
+                kept = unpacked(kept, single)
                 for target in stmt.targets:
                     if len(target) == 1 and target[0] in assigned:
                         assigned[target[0]].extend(kept)
@@ -214,9 +215,22 @@ def _takes(shape: tuple[Any, ...]) -> bool:
 
 def _holdable(value: Value) -> bool:
     """A value kept as an element: a function, class or instance, or a library value."""
-    if value.kind == "external":
-        return not value.name.startswith(BUILTIN_PREFIX)
+    if value.kind == "external":  # a builtin's or a generic's element is known by `items`
+        return not value.name.startswith((BUILTIN_PREFIX, "typing."))
     return value.kind in ("function", "class", "instance")
+
+
+ELEMENT = "element"  # a library's value known only as an element of a container
+
+
+def element(value: Value) -> Value:
+    """An element of the container `value` (`items`), or of a library value (`X()[]`, marked
+    ELEMENT: its methods are the library's, and a project method of that name may run too,
+    as for an untyped receiver)."""
+    if value.kind == "items":
+        via = ELEMENT if value.bound == "external" else None
+        return Value(value.bound or "external", value.name, via=via)
+    return Value("external", value.name + "[]", via=ELEMENT)
 
 
 def as_element(value: Value) -> Value:

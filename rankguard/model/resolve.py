@@ -22,7 +22,7 @@ from rankguard.model.cycles import Cycles
 from rankguard.model.decorators import Decorators
 from rankguard.model.enums import Enums
 from rankguard.model.hierarchy import Hierarchy
-from rankguard.model.localtypes import TAKES, TUPLE, VIEWS, LocalTypes, containers
+from rankguard.model.localtypes import ELEMENT, TAKES, TUPLE, VIEWS, LocalTypes, containers, element
 from rankguard.model.named import NAMED, computed_attribute, forwarded
 from rankguard.model.namespaces import ModuleNamespaces, dedupe, of_kind
 from rankguard.model.records import FunctionRecord, Target
@@ -196,7 +196,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
                 # `xs.pop()`, `d.get(k)`: an element of the container; `d.values()`: its
                 # elements still. What else the receiver may be answers as it always does.
                 if seg in TAKES:
-                    held = tuple(Value(v.bound, v.name) for v in held if v.via != TUPLE)
+                    held = tuple(element(v) for v in held if v.via != TUPLE)
                 others = (v for v in values if v.kind != "items")
                 methods = (m for value in others for m in self.attribute(value, seg))
                 values = dedupe((*held, *(v for m in methods for v in self._call_result(m))))
@@ -311,13 +311,13 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
     def elements(self, value: Value) -> list[Value]:
         """What iterating `value` gives."""
         if value.kind == "items" and value.bound:
-            return [Value(value.bound, value.name)] if value.via != TUPLE else []
+            return [element(value)] if value.via != TUPLE else []
         if value.kind == "generator":
             fn = self.p.functions[value.name]
             held = ("function", "class", "instance")
             return [v for ref in fn.info.yields for v in self.evaluate(fn, ref) if v.kind in held]
-        if value.kind == "external" and not value.name.startswith(BUILTIN_PREFIX):
-            return [external(value.name + "[]")]  # as a subscript reads it
+        if value.kind == "external" and not value.name.startswith(_UNTYPED):
+            return [element(external(value.name))]  # as a subscript reads it
         if value.kind == "instance":
             step = self._class_member(self.p.mro(value.name), "__next__", True, value.name)
             return [v for m in step if m.kind == "function" for v in self._call_result(m)]
@@ -431,7 +431,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
         ):
             for held in self.held_callables(fn, call.target):
                 targets.append(Target(held, kind, "dispatch"))
-        if not targets:
+        if all(t.via == ELEMENT for t in targets):  # none, or a library's element alone
             targets.extend(self._fallback(call.target, kind))
         return sorted(set(targets), key=lambda t: (t.name, t.kind, t.via or ""))
 
@@ -457,6 +457,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
 
 
 _OPEN_CLASSES = frozenset(("cls", "self", "type", "super()"))
+_UNTYPED = (BUILTIN_PREFIX, "typing.")  # an element of these is known only through `items`
 _CONTEXT_MANAGERS = ("contextmanager", "asynccontextmanager")
 
 

@@ -137,3 +137,38 @@ def test_work_handles_through_containers(tmp_path: Path):
         """,
     )
     assert all("work-wait" in f.message for f in findings)
+
+
+def test_an_element_keeps_what_an_untyped_receiver_had(tmp_path: Path):
+    """Typing an element must not lose what was found without a type: a project method of a
+    library value's element is still followed (the unique-name fallback), and an element of
+    a builtin container read with `.get(k)` is still matched by its method's name."""
+    findings = _assert_marked(
+        tmp_path,
+        """
+        import pickle
+
+        class Item:
+            def process_one(self):
+                torch.cuda.synchronize()  # expect
+
+        class Loader:
+            def unload(self, k):
+                pending = getattr(self, "events", {})
+                event = pending.get(k)
+                if event is not None:
+                    event.synchronize()  # expect
+
+        def library_elements(data):
+            while True:
+                for item in pickle.loads(data):
+                    item.process_one()
+                dist.barrier()
+
+        def builtin_elements(loader: Loader, k):
+            while True:
+                loader.unload(k)
+                dist.barrier()
+        """,
+    )
+    assert sorted(f.extra["confidence"] for f in findings) == ["high", "low"]
