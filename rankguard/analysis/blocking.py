@@ -61,6 +61,7 @@ from rankguard.analysis.blocking_types import (
     join,
 )
 from rankguard.analysis.blocking_walk import Walk
+from rankguard.analysis.clobbers import Clobbers
 from rankguard.analysis.context import RoundContext
 from rankguard.analysis.hardware import platform_facts
 from rankguard.analysis.instances import Instances
@@ -71,7 +72,7 @@ from rankguard.analysis.overrides import configured
 from rankguard.analysis.passed import PassedCallables
 from rankguard.analysis.precision import loop_entry
 from rankguard.analysis.predicates import Predicates
-from rankguard.analysis.reach import FOLLOWED
+from rankguard.analysis.reach import FOLLOWED, followed
 from rankguard.analysis.receivers import Receivers
 from rankguard.analysis.results import ResultConditions
 from rankguard.analysis.rounds import Round
@@ -83,7 +84,7 @@ from rankguard.catalogs.rank_sources import rank_source_catalog
 from rankguard.model.facts import Cond, contradicts
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
-from rankguard.summary.ir import CallSite, Stmt
+from rankguard.summary.ir import CallSite, Segs, Stmt
 
 _CONTEXT_MANAGERS = frozenset(("contextmanager", "asynccontextmanager"))
 
@@ -119,6 +120,7 @@ class BlockingAnalysis:
         self.context = RoundContext(program, self.platforms)
         self.instances = Instances(program, self.context.stability)
         self.narrowing = Narrowing(program, self.context.stability)
+        self.clobbers = Clobbers(program, self.context.stability)
         self.ranks = rank_source_catalog()
         self.passed = PassedCallables(program)
         self.results = ResultConditions(program.functions)
@@ -260,6 +262,15 @@ class BlockingAnalysis:
         self, name: str, call: CallSite | None, known: Mapping[Cond, Any]
     ) -> dict[Cond, Any]:
         return self.context.entry_facts(self.program.functions[name], call, known)
+
+    def past_call(self, function: str, call: CallSite, state: State) -> State:
+        """`state` without the facts the call may have made untrue (`analysis.clobbers`)."""
+        targets = followed(self.program, function, call)
+        known = self.clobbers.forget_past(function, call, targets, state.known)
+        return state if known is state.known else state.evolve(known=known)
+
+    def forget_stored(self, known: Mapping[Cond, Any], target: Segs) -> Mapping[Cond, Any]:
+        return self.clobbers.forget_stored(known, target)
 
     def suspended(self, name: str) -> bool:
         """Calling `name` runs none of its body: a generator (not a context manager's)."""

@@ -9,7 +9,7 @@ one before a cadenced one) and only the facts all joined paths agree on.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
@@ -17,7 +17,7 @@ from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.rounds import Round
 from rankguard.core.chains import Hop
 from rankguard.model.facts import Cond
-from rankguard.summary.ir import CallSite, segs_text
+from rankguard.summary.ir import CallSite, Stmt, segs_text
 
 Key = tuple[str, int, int, str]
 Guards = tuple[tuple[Cond, bool], ...]
@@ -270,3 +270,12 @@ def cadenced(call: BlockingCall, reason: str) -> BlockingCall:
 
 def _ranks(pending: Mapping[Key, BlockingCall]) -> dict[Key, tuple[bool, ...]]:
     return {k: (*c.rank, bool(c.cadenced)) for k, c in pending.items()}
+
+
+def run_past(stmt: Stmt) -> Sequence[CallSite]:
+    """The statement's calls on the paths that go on past it. An assert's message is built
+    only where the assert fails, and that path raises, as a `raise` statement's own calls do."""
+    if stmt.kind != "expr" or not stmt.cond:
+        return stmt.calls
+    failing = (stmt.cond, False)
+    return tuple(c for c in stmt.calls if failing not in c.under)

@@ -17,6 +17,7 @@ from rankguard.analysis.blocking_types import (
     join,
     keep_pair,
     merge,
+    run_past,
     same,
 )
 from rankguard.analysis.blocking_with import PHASE, at_yield, waiting, with_statement
@@ -116,7 +117,7 @@ class Walk:
         state = self.properties(stmt, state, cadence)
         if kind == "with":
             return with_statement(self, stmt, state, guards, cadence)
-        state = self.calls(_run_past(stmt), state, guards, cadence)
+        state = self.calls(run_past(stmt), state, guards, cadence)
         if test_operates(stmt):  # `if node.value @ w is not None:` may queue a kernel
             state = launched(state)
         if stmt.yields:
@@ -267,7 +268,7 @@ class Walk:
     def _forget_facts(self, state: State, targets: Sequence[Segs]) -> State:
         known = state.known
         for target in targets:
-            known = forget_shaky(forget(known, target), target)
+            known = self.a.forget_stored(forget_shaky(forget(known, target), target), target)
         return state if known is state.known else state.evolve(known=known)
 
     def forget(self, state: State, targets: Sequence[Segs]) -> State:
@@ -341,6 +342,7 @@ class Walk:
             if not call.deferred and not excluded:
                 before = state
                 state = self.call(call, calls, state, guards, cadence, advance, phase)
+                state = self.a.past_call(self.fn, call, state)  # what it may have written
                 changed = state.ran is not before.ran or marks(state) != marks(before)
                 if changed and self.may_skip(call, state):
                     # `a and f()`, `[f(x) for x in xs]`: what it ran, or drained, is not sure
@@ -489,12 +491,3 @@ class Walk:
             merge(pending, tail)
             return state.evolve(pending=pending, ran=ran)
         return state.evolve(clean=False, pending=tail, ran=ran)
-
-
-def _run_past(stmt: Stmt) -> Sequence[CallSite]:
-    """The statement's calls on the paths that go on past it. An assert's message is built
-    only where the assert fails, and that path raises, as a `raise` statement's own calls do."""
-    if stmt.kind != "expr" or not stmt.cond:
-        return stmt.calls
-    failing = (stmt.cond, False)
-    return tuple(c for c in stmt.calls if failing not in c.under)
