@@ -206,9 +206,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
                 values = dedupe(v for value in values for v in self._call_result(value))
             elif seg == SUBSCRIPT:
                 items = tuple(
-                    Value(v.bound, v.name)
-                    for v in values
-                    if v.kind == "items" and v.bound and v.via != TUPLE
+                    element(v) for v in values if v.kind == "items" and v.bound and v.via != TUPLE
                 )
                 # An element of a builtin container is only known through `items`.
                 values = tuple(
@@ -333,8 +331,10 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
             return self.returns(fn)
         if value.name == DEVICE_MODULE_GETTER:
             return DEVICE_MODULES
-        if value.kind in ("external", "builtin"):
-            return (external(value.name + "()"),)
+        if value.kind in ("external", "builtin"):  # what a library element's method gives
+            return (
+                Value("external", value.name + "()", via=ELEMENT if value.via == ELEMENT else None),
+            )
         if value.kind == "instance":
             call = self._invoked(value)
             return dedupe(v for c in call if c.kind == "function" for v in self._call_result(c))

@@ -142,7 +142,8 @@ def test_work_handles_through_containers(tmp_path: Path):
 def test_an_element_keeps_what_an_untyped_receiver_had(tmp_path: Path):
     """Typing an element must not lose what was found without a type: a project method of a
     library value's element is still followed (the unique-name fallback), and an element of
-    a builtin container read with `.get(k)` is still matched by its method's name."""
+    a builtin container read with `.get(k)` or of a returned library value read with `[k]` is
+    still matched by its method's name."""
     findings = _assert_marked(
         tmp_path,
         """
@@ -159,6 +160,16 @@ def test_an_element_keeps_what_an_untyped_receiver_had(tmp_path: Path):
                 if event is not None:
                     event.synchronize()  # expect
 
+        def deserialized(x):
+            return pickle.loads(x)
+
+        def subscripted(x, k):
+            while True:
+                data = deserialized(x)
+                tensors = data
+                t = tensors[k].detach().cpu()  # expect
+                dist.barrier()
+
         def library_elements(data):
             while True:
                 for item in pickle.loads(data):
@@ -171,4 +182,4 @@ def test_an_element_keeps_what_an_untyped_receiver_had(tmp_path: Path):
                 dist.barrier()
         """,
     )
-    assert sorted(f.extra["confidence"] for f in findings) == ["high", "low"]
+    assert sorted(f.extra["confidence"] for f in findings) == ["high", "low", "low"]
