@@ -108,7 +108,11 @@ def find_rounds(
     reach = reach or CollectiveReach(program, catalog)
     rounds: list[Round] = []
     for record in match_rounds(program, patterns, configured):
-        scope = round_scope(record, configured)
+        scope = round_scope(
+            record,
+            configured,
+            lambda loop, r=record: bool(reach.events_of_calls(r, loop_calls(loop))),
+        )
         assert scope is not None  # match_rounds keeps only functions with a round
         loop, whole = scope
         rows: dict[tuple[object, ...], ReachedCollective] = {}

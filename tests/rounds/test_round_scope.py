@@ -242,3 +242,32 @@ def test_loop_line_of_a_body_round_is_its_first_loop(tmp_path: Path, monkeypatch
     assert code == 0
     row = _rows(data)["pkg.mod.train_step"]
     assert (row["scope"], row["loop_line"]) == ("body", 6)
+
+
+POLL = """
+import torch.distributed as dist
+
+
+def ready():
+    return True
+
+
+def step(x):
+    while not ready():
+        pass
+    dist.all_reduce(x)
+"""
+
+
+def test_a_poll_loop_reaching_no_collective_leaves_the_round_to_the_body(
+    tmp_path: Path, monkeypatch, capsys
+):
+    """`scope` says body; `loop_line` stays the loop the rule picked before (the poll)."""
+    monkeypatch.chdir(tmp_path)
+    write_tree(tmp_path, {"pkg/__init__.py": "", "pkg/mod.py": POLL})
+    code, data, err = _json(capsys, "rounds", "pkg", "--round", "*.step")
+    assert (code, err) == (0, "")
+    row = _rows(data)["pkg.mod.step"]
+    poll = (tmp_path / "pkg/mod.py").read_text().splitlines().index("    while not ready():")
+    assert (row["scope"], row["loop_line"]) == ("body", poll + 1)
+    assert [c["callee"] for c in row["collectives"]] == ["torch.distributed.all_reduce"]
