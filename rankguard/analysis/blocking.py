@@ -269,6 +269,25 @@ class BlockingAnalysis:
         known = self.clobbers.forget_past(function, call, targets, state.known)
         return state if known is state.known else state.evolve(known=known)
 
+    def past_test(
+        self, function: str, calls: Sequence[CallSite], before: State, state: State
+    ) -> State:
+        """`if batch.mode.is_idle() and relabel(batch):` gives `batch.mode` IDLE before the
+        call runs, and the call may end it. The test's `calls` ran past `before`'s facts
+        already; of the facts the test gave (`state` past `before`), those a call behind an
+        operand (`a and f()`, `a or f()`, `f() if a else y`) may write end. Those of an
+        operand after it go too (more is forgotten, never less); a call that runs first
+        (`f() and a`) keeps what follows."""
+        later = [c for c in calls if c.under and not c.deferred]
+        given = {c: v for c, v in state.known.items() if c not in before.known} if later else {}
+        kept = given
+        for call in later if given else ():
+            kept = self.past_call(function, call, state.evolve(known=kept)).known
+        if len(kept) == len(given):
+            return state
+        gone = given.keys() - kept.keys()
+        return state.evolve(known={c: v for c, v in state.known.items() if c not in gone})
+
     def forget_stored(self, known: Mapping[Cond, Any], target: Segs) -> Mapping[Cond, Any]:
         return self.clobbers.forget_stored(known, target)
 

@@ -29,6 +29,7 @@ from rankguard.catalogs.caching import caching_catalog
 from rankguard.catalogs.catalog import BlockingCatalog, BlockingEntry
 from rankguard.core.chains import Hop
 from rankguard.model.facts import Cond, Facts
+from rankguard.model.localtypes import ELEMENT
 from rankguard.model.placement import (
     CPU,
     DEVICE,
@@ -146,7 +147,8 @@ class CallClassifier:
                 break
         if entry is None:
             method = call.target[-1] if call.target else ""
-            untyped = all(t.name.startswith("typing.") for t in targets)
+            # A library value known only as a container's element is typed no better.
+            untyped = all(t.name.startswith("typing.") or t.via == ELEMENT for t in targets)
             if untyped and len(call.target) >= 2 and method not in (CALL, SUBSCRIPT):
                 entry = self.catalog.by_method(method)
                 confidence = "low"

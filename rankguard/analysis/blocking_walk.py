@@ -151,7 +151,7 @@ class Walk:
             test = self.a.predicates.expanded(self.record, stmt).cond
             if self.a.infeasible(test, True, state.known):
                 return None
-            return self.assume(state, test, True)
+            return self.a.past_test(self.fn, run_past(stmt), state, self.assume(state, test, True))
         if kind == "loop":
             return self.loop(stmt, state, guards, cadence)
         if kind == "try":
@@ -170,7 +170,9 @@ class Walk:
         tested = self.a.predicates.expanded(self.record, stmt)
         if self.a.infeasible(tested.cond, positive, state.known):
             return None
-        inner = self.assume(state, tested.cond, positive)
+        inner = self.a.past_test(
+            self.fn, stmt.calls, state, self.assume(state, tested.cond, positive)
+        )
         inner = inner.evolve(taken=(*inner.taken, (stmt.cond, positive)))
         doubt = doubt_of(tested, positive, state.known, self.record)
         if doubt:

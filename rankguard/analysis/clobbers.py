@@ -8,7 +8,8 @@ branch runs. Past each call the walk forgets (`forget_past`):
   call, at any depth) assigns on an object of that class (`Stability.writers`, which judges
   writes by name and, where the model knows it, by class; the class is taken for the fact's
   root, `self` or an annotated parameter, or what a settings getter returns, and is unknown
-  further in), or a module global that something it may run assigns under `global`;
+  further in), or a module global that something it may run assigns under `global`, read
+  bare or as the root of the attribute (`_CONFIG.mode`);
 - every fact on an attribute of an object the call may change in ways no name says: handed to
   code the model cannot see (no target in the program, or a library's, save builtins that
   write nothing), given to `setattr` with a computed name, stored into through `x.__dict__[k]`
@@ -19,7 +20,8 @@ branch runs. Past each call the walk forgets (`forget_past`):
   read an attribute some code of the program reassigns after construction: one nothing
   reassigns is settled (`Stability.settled`), which the round's facts trust through every
   call already, unseen code included. What the call changes itself (`xs.append(x)`,
-  `setattr(x, name, v)`) ends every fact below it, settled or not.
+  `setattr(x, name, v)`), or a callee at any depth gives `setattr` a computed name or stores
+  into through `__dict__` (`put(batch, key, v)`), ends every fact below it, settled or not.
 
 A call that writes nothing a fact reads keeps the fact (`resize(batch)` that sets `size`
 leaves `batch.mode` IDLE). Code only another platform runs is not left out here (more is
@@ -68,6 +70,7 @@ class Clobbers:
         self._masks: dict[tuple[str | None, str], int] = {}
         self._globals: dict[str, list[str]] = {}  # global name -> functions assigning it
         self._wild: dict[str, frozenset[Segs]] | None = None
+        self._reflected: dict[str, frozenset[Segs]] | None = None
         self._roots: dict[tuple[str, Segs], str | None] = {}
         # Keyed by identity, each holding its key's object (so no other can take its id).
         self._known: dict[int, tuple[Mapping[Cond, Any], tuple[Any, ...]]] = {}
@@ -134,9 +137,14 @@ class Clobbers:
             ran = self._runs(target)
             if ran:
                 below |= self._below.get(ran, 0)
-        changed = tuple(filter(None, (mutated(call), *reflected(call))))
+        changed = [*filter(None, (mutated(call), *reflected(call)))]
+        functions, inner_table = self.program.functions, self._reflected_table()
+        for target in targets:
+            inner = inner_table.get(target.name) if target.name in functions else None
+            if inner:
+                changed.extend(mapped(functions[target.name], call, inner))
         found = (below, self.wild_of_call(function, call, targets), named_write(call))
-        self._calls[id(call)] = (call, (*found, changed))
+        self._calls[id(call)] = (call, (*found, tuple(changed)))
         return self._calls[id(call)][1]
 
     def _fact(self, function: str, cond: Cond, attributes: tuple[Segs, ...]) -> tuple[int, bool]:
@@ -150,6 +158,7 @@ class Clobbers:
             return kept[1]
         mask, unsettled = 0, False
         for segs in attributes:
+            mask |= self._global_mask(segs[0])  # `_CONFIG.mode`: the global rebound
             for index in range(1, len(segs)):
                 attr = segs[index]
                 if attr not in (CALL, SUBSCRIPT):
@@ -286,10 +295,20 @@ class Clobbers:
     def _wild_table(self) -> dict[str, frozenset[Segs]]:
         """function -> what it may change any attribute of, rooted at its parameters (or
         `ANY`), over every call it makes, to a fixed point."""
-        if self._wild is not None:
-            return self._wild
+        if self._wild is None:
+            self._wild = self._closed(wild=True)
+        return self._wild
+
+    def _reflected_table(self) -> dict[str, frozenset[Segs]]:
+        """function -> what it, or anything it calls, gives `setattr` a computed name or
+        stores into through `__dict__` (`put(obj, name, v)`): settled attributes included."""
+        if self._reflected is None:
+            self._reflected = self._closed(wild=False)
+        return self._reflected
+
+    def _closed(self, wild: bool) -> dict[str, frozenset[Segs]]:
         program, functions = self.program, self.program.functions
-        wild: dict[str, set[Segs]] = {}
+        table: dict[str, set[Segs]] = {}
         callers: dict[str, list[tuple[str, CallSite]]] = defaultdict(list)
         for name in sorted(functions):
             record = functions[name]
@@ -303,20 +322,19 @@ class Clobbers:
                     if call.deferred:
                         continue
                     targets = program.targets_of(name, call)
-                    found.update(local_wild(call, targets, program))
+                    found.update(local_wild(call, targets, program) if wild else reflected(call))
                     for t in targets:
                         if t.kind in FOLLOWED and t.name in functions:
                             callers[t.name].append((name, call))
-            wild[name] = own(record, found)
-        work = sorted(n for n, w in wild.items() if w)
+            table[name] = own(record, found)
+        work = sorted(n for n, w in table.items() if w)
         while work:
             callee = work.pop()
-            inner = frozenset(wild[callee])
+            inner = frozenset(table[callee])
             for caller, call in callers.get(callee, ()):
                 record = functions[caller]
-                grown = own(record, mapped(functions[callee], call, inner)) - wild[caller]
+                grown = own(record, mapped(functions[callee], call, inner)) - table[caller]
                 if grown:
-                    wild[caller] |= grown
+                    table[caller] |= grown
                     work.append(caller)
-        self._wild = {n: frozenset(w) for n, w in wild.items() if w}
-        return self._wild
+        return {n: frozenset(w) for n, w in table.items() if w}

@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 from rankguard.analysis.collectives import CollectiveReach, CollectiveSite
-from rankguard.analysis.reach import FOLLOWED, loop_calls, reach_from, round_loop
+from rankguard.analysis.reach import FOLLOWED, loop_calls, reach_from, round_loop, whole_body
 from rankguard.core.errors import InputError
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
@@ -218,19 +218,37 @@ def closest_names(program: Program, pattern: str, count: int = 5) -> list[str]:
     return (close or ranked[:3])[:count]
 
 
-def check_patterns(program: Program, patterns: Sequence[str], origin: str) -> None:
-    """Every configured round pattern must match a function: one without a `while` loop is a
-    round by its whole body (`reach.round_scope`); one that reaches no collective is named
-    by `rounds.round_warnings` once the rounds are found."""
+def check_patterns(
+    program: Program,
+    patterns: Sequence[str],
+    origin: str,
+    reach: Callable[[], CollectiveReach],
+) -> None:
+    """Every configured round pattern must match a function. One without a `while` loop is a
+    round by its whole body (`reach.round_scope`), but a pattern whose every match has no loop
+    at all and reaches no collective is an error, as it was before body rounds ("has no loop"):
+    a gate on it must not start passing (DESIGN 4). Other matches reaching no collective are
+    named by `rounds.round_warnings` once the rounds are found."""
     for pattern in patterns:
-        if any(
-            not r.is_module_body and fnmatch.fnmatchcase(r.qualname, pattern)
+        matched = [
+            r
             for r in program.iter_functions()
-        ):
+            if not r.is_module_body and fnmatch.fnmatchcase(r.qualname, pattern)
+        ]
+        if not matched:
+            close = closest_names(program, pattern)
+            hint = f"; closest: {', '.join(close)}" if close else ""
+            raise InputError(f"{origin}: round pattern '{pattern}' matches no function{hint}")
+        if any(round_loop(r) is not None for r in matched):
             continue
-        close = closest_names(program, pattern)
-        hint = f"; closest: {', '.join(close)}" if close else ""
-        raise InputError(f"{origin}: round pattern '{pattern}' matches no function{hint}")
+        if any(reach().events_of_calls(r, loop_calls(whole_body(r))) for r in matched):
+            continue
+        names = ", ".join(r.qualname for r in matched[:5])
+        raise InputError(
+            f"{origin}: round pattern '{pattern}' matches {names}, which has no loop and "
+            "reaches no collective; a round function runs the loop whose iterations are "
+            "rounds, or is called once per round and reaches the round's collectives"
+        )
 
 
 def none_found_message(root: str) -> str:
@@ -243,12 +261,16 @@ def none_found_message(root: str) -> str:
 
 
 def require_rounds(
-    program: Program, patterns: Sequence[str], discover: Callable[[], Discovery], origin: str
+    program: Program,
+    patterns: Sequence[str],
+    discover: Callable[[], Discovery],
+    origin: str,
+    reach: Callable[[], CollectiveReach],
 ) -> Discovery | None:
     """Configured patterns must each match a loop; with none configured, discovery must find
     a round. Returns the discovery used (to announce it), or None when patterns were given."""
     if patterns:
-        check_patterns(program, patterns, origin)
+        check_patterns(program, patterns, origin, reach)
         return None
     found = discover()
     if not found.used:

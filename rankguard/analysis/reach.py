@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from rankguard.core.chains import Hop
 from rankguard.model.program import Program
@@ -59,15 +59,32 @@ def whole_body(record: FunctionRecord) -> Stmt:
     return Stmt("loop", record.info.line, blocks=(tuple(record.info.body), ()), text="<body>")
 
 
-def round_scope(record: FunctionRecord, configured: bool) -> tuple[Stmt, bool] | None:
+def round_scope(
+    record: FunctionRecord,
+    configured: bool,
+    reaches: Callable[[Stmt], bool] | None = None,
+) -> tuple[Stmt, bool] | None:
     """The round of `record` and whether it is the whole body. A function with a `while` loop
     runs its rounds itself: that loop (`round_loop`). A configured one without (a training
     step, a pipeline schedule) is called once per round by a caller, maybe outside the tree:
-    its whole body, not its first `for` loop (the warm-up micro-batches). Discovered rounds
-    are loops by definition (`analysis.discovery`)."""
+    its whole body, not its first `for` loop (the warm-up micro-batches). A `while True` stays
+    the round. With `reaches` (does one iteration of a loop reach a collective), a configured
+    function's other `while` loops that reach none (a poll, `while not ready(): pass`) are not
+    taken while another `while` or the body does: the first `while` that reaches one, else
+    the body. Discovered rounds are loops by definition (`analysis.discovery`)."""
     if configured and not has_while(record):
         return whole_body(record), True
     loop = round_loop(record)
+    if configured and reaches is not None and loop is not None and not loop.infinite:
+        whiles = [
+            s for s in walk_statements(record.info.body) if s.kind == "loop" and not s.targets
+        ]
+        taken = next((w for w in whiles if reaches(w)), None)
+        if taken is not None:
+            return taken, False
+        body = whole_body(record)
+        if reaches(body):
+            return body, True
     return (loop, False) if loop is not None else None
 
 
@@ -102,8 +119,8 @@ def match_rounds(
     """Functions whose qualified name matches a pattern and that have a round: any function
     when the patterns are configured (`round_scope`), else one with a loop. A configured
     match without a `while` loop that is defined inside another match (`*` spans dots, so
-    `*.step_*` matches `step_a.<locals>.helper`) runs within that round: it is no round of
-    its own (`rounds.round_warnings` names it)."""
+    `*.step_*` matches `step_a.<locals>.helper`) is no round of its own: it is analysed
+    only where that round calls it (`rounds.round_warnings` names it)."""
     matched = matched_functions(program, patterns)
     names = {r.qualname for r in matched}
     return [

@@ -20,6 +20,7 @@ from rankguard.analysis.reach import (
     loop_calls,
     match_rounds,
     matched_functions,
+    round_loop,
     round_scope,
 )
 from rankguard.catalogs.catalog import CollectiveCatalog
@@ -66,13 +67,22 @@ class ReachedCollective:
 @dataclass
 class Round:
     """`loop` is the loop whose iteration is the round, or with `whole` a stand-in loop over
-    the function's body (`reach.whole_body`, at the def line): the JSON says which (`scope`)
-    and gives `loop_line` only for a real loop."""
+    the function's body (`reach.whole_body`, at the def line): the JSON says which (`scope`).
+    `loop_line` keeps the meaning it had before body rounds (DESIGN 4): the line of the loop
+    `reach.round_loop` picks (for a body round, its first loop), null only for a function
+    with no loop at all."""
 
     function: FunctionRecord
     loop: Stmt
     collectives: list[ReachedCollective] = field(default_factory=list)
     whole: bool = False
+
+    @property
+    def loop_line(self) -> int | None:
+        if not self.whole:
+            return self.loop.line
+        loop = round_loop(self.function)
+        return loop.line if loop is not None else None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -80,7 +90,7 @@ class Round:
             "path": self.function.path,
             "line": self.function.info.line,
             "scope": "body" if self.whole else "loop",
-            "loop_line": None if self.whole else self.loop.line,
+            "loop_line": self.loop_line,
             "collectives": [c.to_json() for c in self.collectives],
         }
 
@@ -98,7 +108,11 @@ def find_rounds(
     reach = reach or CollectiveReach(program, catalog)
     rounds: list[Round] = []
     for record in match_rounds(program, patterns, configured):
-        scope = round_scope(record, configured)
+        scope = round_scope(
+            record,
+            configured,
+            lambda loop, r=record: bool(reach.events_of_calls(r, loop_calls(loop))),
+        )
         assert scope is not None  # match_rounds keeps only functions with a round
         loop, whole = scope
         rows: dict[tuple[object, ...], ReachedCollective] = {}
@@ -135,8 +149,8 @@ def round_warnings(
                 ErrorRecord(
                     records[0].path,
                     f"round {outer}{by}: the pattern also matches {len(records)} function(s) "
-                    f"defined inside it ({shown}); they run within its round and are not "
-                    "rounds of their own",
+                    f"defined inside it ({shown}); they are not rounds of their own and are "
+                    "analysed only where the round calls them",
                 )
             )
     for rnd in rounds:

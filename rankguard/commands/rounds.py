@@ -98,7 +98,9 @@ def run(args: argparse.Namespace) -> int:
             print_errors(program.errors)
         return 2 if program.errors else 0
     origin = "--round" if args.round else str(config.source or args.path)
-    discovered = require_rounds(program, patterns, lambda: context.discovery, origin)
+    discovered = require_rounds(
+        program, patterns, lambda: context.discovery, origin, lambda: context.reach
+    )
     if discovered is not None:
         announce(discovered)
     chosen = patterns or context.round_patterns

@@ -22,10 +22,11 @@ from rankguard.model.cycles import Cycles
 from rankguard.model.decorators import Decorators
 from rankguard.model.enums import Enums
 from rankguard.model.hierarchy import Hierarchy
+from rankguard.model.localtypes import ELEMENT, TAKES, TUPLE, VIEWS, LocalTypes, containers, element
 from rankguard.model.named import NAMED, computed_attribute, forwarded
 from rankguard.model.namespaces import ModuleNamespaces, dedupe, of_kind
 from rankguard.model.records import FunctionRecord, Target
-from rankguard.model.stores import AttrEntry, Stores, subscript_root
+from rankguard.model.stores import AttrEntry, Stores
 from rankguard.model.values import (
     BUILTIN_PREFIX,
     DEVICE_MODULE_GETTER,
@@ -41,7 +42,6 @@ from rankguard.summary.ir import (
     FunctionInfo,
     Segs,
     Stmt,
-    walk_statements,
 )
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ _IN_PROGRESS = object()
 _MODULE_CALL = "nn.Module.__call__"  # `torch.nn.Module.__call__`: runs `forward`
 
 
-class Resolver(Stores, ModuleNamespaces, Decorators):
+class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
     def __init__(self, program: Program) -> None:
         self.p = program
         self._globals: dict[str, dict[str, list]] = {}
@@ -134,59 +134,6 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
             qual, self._local_types, qual, table, lambda: self._build_locals(fn, table)
         )
 
-    def _build_locals(
-        self, fn: FunctionRecord, table: dict[str, tuple[Value, ...]]
-    ) -> dict[str, tuple[Value, ...]]:
-        params = fn.info.params
-        for index, param in enumerate(params):
-            items = getattr(param, "items", None)  # absent from summaries cached before it
-            if param.annotation:
-                table[param.name] = self._instances(fn, param.annotation)
-            elif items:
-                table[param.name] = tuple(
-                    Value("items", v.name, bound=v.kind) for v in self._instances(fn, items)
-                )
-            elif index == 0 and fn.info.cls and not fn.info.decorated("staticmethod"):
-                cls = f"{fn.module}.{fn.info.cls}"
-                if fn.info.decorated("classmethod"):
-                    table[param.name] = (Value("class", cls),)
-                else:  # `self` may be any class derived from this one that runs `fn`
-                    table[param.name] = (Value("instance", cls, bound=fn.qualname, via="declared"),)
-            else:  # bound here, type unknown: it still shadows any global of that name
-                table[param.name.lstrip("*")] = ()
-        assigned: dict[str, list[Value]] = defaultdict(list)
-        stored: list[tuple[str, Stmt]] = []
-        # Assignments, `for` targets and `with ... as` targets bind names.
-        for stmt in walk_statements(fn.info.body):
-            if stmt.kind == "assign":
-                stored += [(r, stmt) for r in map(subscript_root, stmt.targets) if r is not None]
-            if stmt.kind != "assign" and not (stmt.kind in ("loop", "with") and stmt.targets):
-                continue
-            for target in stmt.targets:
-                name = target[0] if len(target) == 1 else None
-                if name is None or name in table or name in fn.info.global_names:
-                    continue
-                assigned[name].extend(
-                    self._assigned_value(fn, stmt) if stmt.kind == "assign" else ()
-                )
-        # `for x in self.items:` where `items: List[T]`: x is a T; over a generator, what it
-        # yields; over an iterator, what its `__next__` returns.
-        for stmt in of_kind(fn.info.body, "loop"):
-            if not stmt.value or len(stmt.targets) != 1 or len(stmt.targets[0]) != 1:
-                continue
-            name = stmt.targets[0][0]
-            if name in table:
-                continue
-            for value in self._assigned_value(fn, stmt):
-                assigned[name].extend(self.elements(value))
-        # `table[k] = f` into a local container: f is one of its elements.
-        for name, stmt in stored:
-            if name in assigned and stmt.value[:1] == ("ref",):
-                assigned[name].extend(self.stored_items(fn, stmt))
-        for name, values in assigned.items():
-            table[name] = dedupe(values)  # empty: a local we cannot type, never the global
-        return table
-
     def _assigned_value(self, fn: FunctionRecord, stmt: Stmt) -> list[Value]:
         return self._value_of(fn, stmt, stmt.value)
 
@@ -236,14 +183,30 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
             values: tuple[Value, ...] = (_builtin_instance("str"),)
         else:
             values = self._super(fn) if head == "super()" else self.lookup(fn, head)
-        for seg in segs[1:]:
+        skip = False
+        for index, seg in enumerate(segs[1:], 1):
             if not values:
                 return ()
+            if skip:
+                skip = False
+                continue
+            called = segs[index + 1 : index + 2] == (CALL,)
+            held = tuple(v for v in values if v.kind == "items")
+            if called and held and seg in TAKES + VIEWS:
+                # `xs.pop()`, `d.get(k)`: an element of the container; `d.values()`: its
+                # elements still. What else the receiver may be answers as it always does.
+                if seg in TAKES:
+                    held = tuple(element(v) for v in held if v.via != TUPLE)
+                others = (v for v in values if v.kind != "items")
+                methods = (m for value in others for m in self.attribute(value, seg))
+                values = dedupe((*held, *(v for m in methods for v in self._call_result(m))))
+                skip = True
+                continue
             if seg == CALL:
                 values = dedupe(v for value in values for v in self._call_result(value))
             elif seg == SUBSCRIPT:
                 items = tuple(
-                    Value(v.bound, v.name) for v in values if v.kind == "items" and v.bound
+                    element(v) for v in values if v.kind == "items" and v.bound and v.via != TUPLE
                 )
                 # An element of a builtin container is only known through `items`.
                 values = tuple(
@@ -257,7 +220,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
         return values
 
     def call_results(self, fn: FunctionRecord, segs: Segs) -> tuple[Value, ...]:
-        return dedupe(v for value in self.evaluate(fn, segs) for v in self._call_result(value))
+        return self.evaluate(fn, (*segs, CALL)) if segs else ()
 
     def _super(self, fn: FunctionRecord) -> tuple[Value, ...]:
         if not fn.info.cls:
@@ -346,11 +309,13 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
     def elements(self, value: Value) -> list[Value]:
         """What iterating `value` gives."""
         if value.kind == "items" and value.bound:
-            return [Value(value.bound, value.name)]
+            return [element(value)] if value.via != TUPLE else []
         if value.kind == "generator":
             fn = self.p.functions[value.name]
             held = ("function", "class", "instance")
             return [v for ref in fn.info.yields for v in self.evaluate(fn, ref) if v.kind in held]
+        if value.kind == "external" and not value.name.startswith(_UNTYPED):
+            return [element(external(value.name))]  # as a subscript reads it
         if value.kind == "instance":
             step = self._class_member(self.p.mro(value.name), "__next__", True, value.name)
             return [v for m in step if m.kind == "function" for v in self._call_result(m)]
@@ -366,8 +331,10 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
             return self.returns(fn)
         if value.name == DEVICE_MODULE_GETTER:
             return DEVICE_MODULES
-        if value.kind in ("external", "builtin"):
-            return (external(value.name + "()"),)
+        if value.kind in ("external", "builtin"):  # what a library element's method gives
+            return (
+                Value("external", value.name + "()", via=ELEMENT if value.via == ELEMENT else None),
+            )
         if value.kind == "instance":
             call = self._invoked(value)
             return dedupe(v for c in call if c.kind == "function" for v in self._call_result(c))
@@ -403,9 +370,19 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
             if not shape:
                 continue
             if shape[0] == "call" and not fn.info.returns:
-                found.extend(v for v in self.call_results(fn, shape[1]) if v.kind == "instance")
+                results = self.call_results(fn, shape[1])
+                found.extend(v for v in results if v.kind == "instance")
+                found.extend(containers(results))
             elif shape[0] == "ref":
-                found.extend(v for v in self.evaluate(fn, shape[1]) if v.kind == "function")
+                values = self.evaluate(fn, shape[1])
+                found.extend(v for v in values if v.kind == "function")
+                found.extend(containers(values))
+            elif shape[0] == "literal" and shape[2] == "tuple":
+                # `return t, reqs`: what unpacking it binds (`_, reqs = f()`), marked so
+                # that a name bound to the whole tuple does not take it
+                for segs in shape[1]:
+                    values = self.evaluate(fn, segs)
+                    found.extend(v._replace(via=TUPLE) for v in containers(values))
         return dedupe(found)
 
     def _constructed(self, fn: FunctionRecord) -> tuple[Value, ...]:
@@ -454,7 +431,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
         ):
             for held in self.held_callables(fn, call.target):
                 targets.append(Target(held, kind, "dispatch"))
-        if not targets:
+        if all(t.via == ELEMENT for t in targets):  # none, or a library's element alone
             targets.extend(self._fallback(call.target, kind))
         return sorted(set(targets), key=lambda t: (t.name, t.kind, t.via or ""))
 
@@ -480,8 +457,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators):
 
 
 _OPEN_CLASSES = frozenset(("cls", "self", "type", "super()"))
-
-
+_UNTYPED = (BUILTIN_PREFIX, "typing.")  # an element of these is known only through `items`
 _CONTEXT_MANAGERS = ("contextmanager", "asynccontextmanager")
 
 

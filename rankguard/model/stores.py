@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from rankguard.model.cycles import Cycles
 from rankguard.model.enums import Enums
 from rankguard.model.namespaces import dedupe, of_kind
-from rankguard.model.values import Value
+from rankguard.model.values import BUILTIN_PREFIX, Value
 from rankguard.summary.ir import CALL, SUBSCRIPT, Segs, Stmt, walk_statements
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ class Stores:
         return [
             Value("items", v.name, bound=v.kind)
             for v in self._assigned_value(fn, stmt)
-            if v.kind in _HELD
+            if v.kind in _HELD or (v.kind == "external" and not v.name.startswith(BUILTIN_PREFIX))
         ]
 
     def module_stores(self, module: str) -> dict[str, list[tuple[str, Stmt]]]:

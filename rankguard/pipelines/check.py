@@ -146,7 +146,11 @@ def run_check(
                 )
                 origin = config.source.as_posix() if config.source else target.root.as_posix()
                 found = require_rounds(
-                    program, config.rounds, lambda c=context: c.discovery, origin
+                    program,
+                    config.rounds,
+                    lambda c=context: c.discovery,
+                    origin,
+                    lambda c=context: c.reach,
                 )
                 part = run_rules(program, config, chosen, context=context)
                 warnings = context.round_warnings()

@@ -145,3 +145,31 @@ def test_discovered_rounds_stay_loops(tmp_path: Path):
         """,
     )
     assert sorted(f.line for f in found) == marked_lines(code)
+
+
+def test_a_poll_loop_reaching_no_collective_is_not_the_round(tmp_path: Path):
+    """A `while` that only polls (`while not ready(): pass`) reaches no collective: the
+    round is a `while` that does, else the whole body (review 13; failed first at a162301:
+    the poll loop was the round, so nothing was reported)."""
+    code, found = _findings(
+        tmp_path,
+        """
+        def ready():
+            return True
+
+        def step(x):
+            while not ready():
+                pass
+            dist.all_reduce(x)
+            torch.cuda.synchronize()  # expect
+
+        def serve(x, running):
+            while not ready():
+                pass
+            while running:
+                time.sleep(1)  # expect
+                dist.all_reduce(x)
+        """,
+        {"rounds": ["*.step", "*.serve"]},
+    )
+    assert sorted(f.line for f in found) == marked_lines(code)

@@ -189,3 +189,159 @@ def test_a_local_handed_to_unknown_code_keeps_its_value(tmp_path: Path):
         """,
         ROUNDS,
     )
+
+
+_IN_TEST = """
+import enum
+
+class Mode(enum.IntEnum):
+    EXTEND = 1
+    IDLE = 3
+
+    def is_idle(self):
+        return self == Mode.IDLE
+
+    def is_extend(self):
+        return self == Mode.EXTEND
+
+class Batch:
+    def __init__(self, mode: Mode):
+        self.mode = mode
+
+def relabel(batch):
+    batch.mode = Mode.EXTEND
+    return True
+
+def dispatch(batch: Batch):
+    {TEST}
+        if batch.mode.is_extend():
+            torch.cuda.synchronize(){MARK}
+        return
+
+def loop():
+    while True:
+        dispatch(recv())
+        dist.barrier()
+"""
+
+
+@pytest.mark.parametrize(
+    ("test", "reported"),
+    [
+        # the call runs after the conjunct that gave the fact: the fact ends there
+        ("if batch.mode.is_idle() and relabel(batch):", True),
+        ("if not (not batch.mode.is_idle() or not relabel(batch)):", True),
+        ("assert batch.mode.is_idle() and relabel(batch)\n    if True:", True),
+        # the call runs first: the fact the later conjunct gives holds past it
+        ("if relabel(batch) and batch.mode.is_idle():", False),
+        ("assert relabel(batch) and batch.mode.is_idle()\n    if True:", False),
+    ],
+)
+def test_a_call_in_the_test_after_the_guard_ends_it(tmp_path: Path, test: str, reported: bool):
+    program = _IN_TEST.replace("{TEST}", test).replace("{MARK}", "  # expect" if reported else "")
+    _assert_marked(tmp_path, program, ROUNDS)
+
+
+def test_a_global_a_callee_rebinds_ends_the_facts_on_its_attributes(tmp_path: Path):
+    """`_CONFIG.mode` read through a module global a callee assigns under `global`."""
+    _assert_marked(
+        tmp_path,
+        """
+        import enum
+
+        class Mode(enum.IntEnum):
+            EXTEND = 1
+            IDLE = 3
+
+            def is_idle(self):
+                return self == Mode.IDLE
+
+            def is_extend(self):
+                return self == Mode.EXTEND
+
+        class Config:
+            def __init__(self, mode: Mode):
+                self.mode = mode
+
+        _CONFIG = Config(Mode.IDLE)
+
+        def set_config(c: Config):
+            global _CONFIG
+            _CONFIG = c
+
+        def dispatch():
+            if _CONFIG.mode.is_idle():
+                set_config(Config(Mode.EXTEND))
+                if _CONFIG.mode.is_extend():
+                    torch.cuda.synchronize()  # expect
+                return
+
+        def loop():
+            while True:
+                dispatch()
+                dist.barrier()
+        """,
+        ROUNDS,
+    )
+
+
+_SETTLED = """
+import enum
+
+class Mode(enum.IntEnum):
+    EXTEND = 1
+    IDLE = 3
+
+    def is_idle(self):
+        return self == Mode.IDLE
+
+    def is_extend(self):
+        return self == Mode.EXTEND
+
+class Batch:
+    def __init__(self, mode: Mode):
+        self.mode = mode
+
+def put(obj, name, value):
+    setattr(obj, name, value)
+
+def put_via(obj, name, value):
+    put(obj, name, value)
+
+def store(obj, name, value):
+    obj.__dict__[name] = value
+
+class Runner:
+    def __init__(self, key: str):
+        self.key = key
+
+    def dispatch(self, batch: Batch):
+        if batch.mode.is_idle():
+            {BETWEEN}
+            if batch.mode.is_extend():
+                torch.cuda.synchronize(){MARK}
+            return
+
+def loop(runner: Runner):
+    while True:
+        runner.dispatch(recv())
+        dist.barrier()
+"""
+
+
+@pytest.mark.parametrize(
+    ("between", "reported"),
+    [
+        # `mode` is assigned only in `__init__`, yet a helper's computed-name write reaches it
+        ("put(batch, self.key, Mode.EXTEND)", True),
+        ("put_via(batch, self.key, Mode.EXTEND)", True),
+        ("store(batch, self.key, Mode.EXTEND)", True),
+        ("put(self, self.key, Mode.EXTEND)", False),  # another object
+    ],
+)
+def test_a_helper_setting_a_computed_name_ends_a_settled_fact(
+    tmp_path: Path, between: str, reported: bool
+):
+    program = _SETTLED.replace("{BETWEEN}", between)
+    program = program.replace("{MARK}", "  # expect" if reported else "")
+    _assert_marked(tmp_path, program, ROUNDS)

@@ -206,17 +206,16 @@ def test_round_pattern_matching_nothing_lists_the_closest_names(project: Path, c
 
 
 def test_round_pattern_on_a_function_reaching_no_collective(project: Path, capsys):
-    """Once an error ("has no loop"); a configured function without a loop is now a round by
-    its whole body (`analysis.reach.round_scope`), and one that reaches no collective is
-    named on stderr: it can have no finding. A warning changes no exit code."""
+    """An error ("has no loop") before a configured function without a loop became a round by
+    its whole body (`analysis.reach.round_scope`); a pattern whose every match has no loop and
+    reaches no collective stays an error, so a gate on it never starts passing (DESIGN 4)."""
     code, out, err = run(capsys, "rounds", "pkg", "--round", "*.Trainer.batch")
-    assert code == 0
-    assert "pkg.train.Trainer.batch  (train.py:23, whole body, run once per round)" in out
+    assert (code, out) == (2, "")
     assert err == (
-        "rankguard: warning: train.py: round pkg.train.Trainer.batch (pattern "
-        "'*.Trainer.batch') reaches no collective, so nothing can be reported for it; if it "
-        "is not a round, narrow the pattern; if it calls the project's collectives through "
-        "wrappers the analysis does not resolve, name them in `collectives`\n"
+        "rankguard: error: --round: round pattern '*.Trainer.batch' matches "
+        "pkg.train.Trainer.batch, which has no loop and reaches no collective; a round "
+        "function runs the loop whose iterations are rounds, or is called once per round "
+        "and reaches the round's collectives\n"
     )
 
 

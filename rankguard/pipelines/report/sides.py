@@ -89,7 +89,9 @@ def load_side(
     discovery = None
     if label == "head":  # announced, and checked: the head must have rounds
         origin = f"{rev}:{subdir or '.'}" if not config.source else str(config.source)
-        discovery = require_rounds(program, config.rounds, lambda: context.discovery, origin)
+        discovery = require_rounds(
+            program, config.rounds, lambda: context.discovery, origin, lambda: context.reach
+        )
     where = results_path(tree, cache, config, rules)
     results = load_results(where)
     if results is None or (staleness_source is not None and results.staleness is None):

@@ -1,0 +1,247 @@
+"""The values of a function's locals (`Resolver._locals`): parameters by their annotations,
+names by what is assigned to them, `for` targets by an element of what they iterate, a `with`
+target by a library's context manager, and containers by what goes into them.
+
+A local container's elements are learned from what is stored into it (`d[k] = v`,
+`xs.append(v)`, `xs.insert(i, v)`, `s.add(v)`; every element of `ys` for `xs.extend(ys)` and
+`d.update(ys)`), and read back by iterating it, subscripting it, `.pop()`, `.get()`,
+`.values()`. A function returning a container returns its elements too (`return reqs`), and a
+library value it returns is seen as a container of that library's values
+(`return dist.batch_isend_irecv(ops)`: iterating it gives what `[i]` gives); the parts of a
+returned tuple are bound where the tuple is unpacked (`_, reqs = f()`), not where it is bound
+whole. A local made from another local is read after the table holds that local (the table is
+built once otherwise, every assignment read against the parameters alone), twice, so that a
+handle taken from a list filled from another helper's dict is known. Only containers and
+elements taken out are learned so: nothing else of a local read from another changes. A mixin
+of the resolver.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any
+
+from rankguard.model.namespaces import dedupe, of_kind
+from rankguard.model.stores import subscript_root
+from rankguard.model.values import BUILTIN_PREFIX, Value, external
+from rankguard.summary.ir import SUBSCRIPT, CallSite, Segs, Stmt, walk_statements
+
+if TYPE_CHECKING:
+    from rankguard.model.records import FunctionRecord
+
+
+class LocalTypes:
+    def _instances(self, fn: FunctionRecord, annotation: Segs) -> tuple[Value, ...]:
+        raise NotImplementedError  # the resolver reads annotations
+
+    def _assigned_value(self, fn: FunctionRecord, stmt: Stmt) -> list[Value]:
+        raise NotImplementedError  # the resolver evaluates assignments
+
+    def _value_of(self, fn: FunctionRecord, stmt: Stmt, shape: tuple[Any, ...]) -> list[Value]:
+        raise NotImplementedError
+
+    def evaluate(self, fn: FunctionRecord, segs: Segs) -> tuple[Value, ...]:
+        raise NotImplementedError
+
+    def call_results(self, fn: FunctionRecord, segs: Segs) -> tuple[Value, ...]:
+        raise NotImplementedError
+
+    def elements(self, value: Value) -> list[Value]:
+        raise NotImplementedError
+
+    def stored_items(self, fn: FunctionRecord, stmt: Stmt) -> list[Value]:
+        raise NotImplementedError  # `rankguard.model.stores`
+
+    def _build_locals(
+        self, fn: FunctionRecord, table: dict[str, tuple[Value, ...]]
+    ) -> dict[str, tuple[Value, ...]]:
+        params = fn.info.params
+        for index, param in enumerate(params):
+            items = getattr(param, "items", None)  # absent from summaries cached before it
+            if param.annotation:
+                table[param.name] = self._instances(fn, param.annotation)
+            elif items:
+                table[param.name] = tuple(
+                    Value("items", v.name, bound=v.kind) for v in self._instances(fn, items)
+                )
+            elif index == 0 and fn.info.cls and not fn.info.decorated("staticmethod"):
+                cls = f"{fn.module}.{fn.info.cls}"
+                if fn.info.decorated("classmethod"):
+                    table[param.name] = (Value("class", cls),)
+                else:  # `self` may be any class derived from this one that runs `fn`
+                    table[param.name] = (Value("instance", cls, bound=fn.qualname, via="declared"),)
+            else:  # bound here, type unknown: it still shadows any global of that name
+                table[param.name.lstrip("*")] = ()
+        on_entry = set(table)
+        assigned: dict[str, list[Value]] = defaultdict(list)
+        stored: list[tuple[str, Stmt]] = []
+        # Assignments, `for` targets and `with ... as` targets bind names.
+        for stmt in walk_statements(fn.info.body):
+            if stmt.kind == "assign":
+                stored += [(r, stmt) for r in map(subscript_root, stmt.targets) if r is not None]
+            if stmt.kind != "assign" and not (stmt.kind in ("loop", "with") and stmt.targets):
+                continue
+            for target in stmt.targets:
+                name = target[0] if len(target) == 1 else None
+                if name is None or name in on_entry or name in fn.info.global_names:
+                    continue
+                if stmt.kind == "assign":
+                    whole = len(stmt.targets) == 1  # not unpacked: a tuple's parts stay in it
+                    values = self._assigned_value(fn, stmt)
+                    assigned[name].extend(unpacked(values, whole))
+                elif stmt.kind == "with":
+                    assigned[name].extend(self._entered(fn, stmt))
+        # Containers: what is known so far is read by what follows (a local made from another
+        # local, a container filled from one), twice, so an element taken from a container
+        # filled from another local's container is known too.
+        chained = [
+            stmt
+            for stmt in walk_statements(fn.info.body)
+            if stmt.kind == "assign" and any(head in assigned for head in _heads(stmt.value))
+        ]
+        adds = [
+            call
+            for stmt in walk_statements(fn.info.body)
+            for call in stmt.calls
+            if len(call.target) == 2 and call.target[0] in assigned and not call.deferred
+        ]
+        for _ in range(_CONTAINER_PASSES):
+            table.update((name, dedupe(values)) for name, values in assigned.items())
+            # A local made from another local (`got = p2p(t)` with `p2p` a local helper that
+            # returns a container; `h = handles.pop(k)`): containers, and elements taken.
+            for stmt in chained:
+                single = len(stmt.targets) == 1
+                found = self._value_of(fn, stmt, stmt.value)
+                taken = _takes(stmt.value)
+                kept = [v for v in found if v.kind == "items" or (taken and _holdable(v))]
+                kept = unpacked(kept, single)
+                for target in stmt.targets:
+                    if len(target) == 1 and target[0] in assigned:
+                        assigned[target[0]].extend(kept)
+            # `table[k] = f` into a local container: f is one of its elements; so is what
+            # `xs.append(v)` adds, and every element of what `xs.extend(ys)` adds.
+            for name, stmt in stored:
+                if name in assigned and stmt.value[:1] in (("ref",), ("call",)):
+                    assigned[name].extend(self.stored_items(fn, stmt))
+            table.update((name, dedupe(values)) for name, values in assigned.items())
+            for call in adds:
+                assigned[call.target[0]].extend(self._added(fn, call))
+        table.update((name, dedupe(values)) for name, values in assigned.items())
+        # `for x in self.items:` where `items: List[T]`: x is a T; over a generator, what it
+        # yields; over an iterator, what its `__next__` returns; over a local container, its
+        # elements.
+        for stmt in of_kind(fn.info.body, "loop"):
+            if not stmt.value or len(stmt.targets) != 1 or len(stmt.targets[0]) != 1:
+                continue
+            name = stmt.targets[0][0]
+            if name in on_entry:
+                continue
+            for value in self._assigned_value(fn, stmt):
+                assigned[name].extend(self.elements(value))
+        for name, values in assigned.items():
+            table[name] = dedupe(values)  # empty: a local we cannot type, never the global
+        return table
+
+    def _entered(self, fn: FunctionRecord, stmt: Stmt) -> list[Value]:
+        """`with lib.manager(...) as cm`: a library's context manager is taken to give itself
+        (its `__enter__` returns self, as a file, a lock or a coalescing manager does), so
+        `cm.wait()` is the library's `wait`. Project classes and builtins are not guessed."""
+        if len(stmt.items) != 1 or len(stmt.targets) != 1 or stmt.items[0][:1] != ("call",):
+            return []
+        values = self.call_results(fn, stmt.items[0][1])
+        return [v for v in values if v.kind == "external" and _holdable(v)]
+
+    def _added(self, fn: FunctionRecord, call: CallSite) -> list[Value]:
+        """What a container method call adds to its receiver, as elements (`items`)."""
+        method = call.target[1]
+        position = _ADDS.get(method)
+        merged = method in _MERGES
+        if position is None and not merged:
+            return []
+        positional = [o for o in call.operands if o.keyword is None]
+        if position is None:
+            position = 0
+        if len(positional) <= position:
+            return []
+        values = self._operand_values(fn, positional[position])
+        if merged:
+            values = [e for v in values for e in self.elements(v)]
+        return [as_element(v) for v in values if _holdable(v)]
+
+    def _operand_values(self, fn: FunctionRecord, operand: Any) -> list[Value]:
+        """What an argument may be: a reference, or one call's result alone."""
+        if operand.ref is not None:
+            return list(self.evaluate(fn, operand.ref))
+        if operand.const is None and not operand.reads and len(operand.calls) == 1:
+            return list(self.call_results(fn, operand.calls[0]))
+        return []
+
+
+# Container methods that add an element (the position of the argument added) and that add
+# every element of their argument; that take an element out; that give a view of the elements.
+_ADDS = {"append": 0, "add": 0, "appendleft": 0, "insert": 1, "setdefault": 1}
+_MERGES = frozenset(("extend", "update"))
+TAKES = ("pop", "popleft", "get", "setdefault")
+VIEWS = ("values", "copy")
+TUPLE = "tuple"  # a container returned inside a tuple: bound by unpacking only
+_CONTAINER_PASSES = 2
+
+
+def unpacked(values: list[Value] | tuple[Value, ...], whole: bool) -> list[Value]:
+    """What a target takes of `values`: bound whole, not the parts of a returned tuple;
+    unpacked (`_, reqs = f()`), those parts as plain containers."""
+    if whole:
+        return [v for v in values if v.via != TUPLE]
+    return [v._replace(via=None) if v.via == TUPLE else v for v in values]
+
+
+def _heads(shape: tuple[Any, ...]) -> list[str]:
+    """The names a value is read from (`p2p(t)`, `h.pop(k) if k in h else None`)."""
+    if shape[:1] == ("either",):
+        return [head for side in shape[1] for head in _heads(side)]
+    if shape[:1] in (("ref",), ("call",)) and len(shape) == 2 and shape[1]:
+        return [shape[1][0]]
+    return []
+
+
+def _takes(shape: tuple[Any, ...]) -> bool:
+    """The value read is one element of a container: `xs.pop()`, `d.get(k)`, `xs[i]`."""
+    if shape[:1] == ("either",):
+        return any(_takes(side) for side in shape[1])
+    if shape[:1] == ("call",):
+        return len(shape[1]) >= 2 and shape[1][-1] in TAKES
+    return shape[:1] == ("ref",) and SUBSCRIPT in shape[1]
+
+
+def _holdable(value: Value) -> bool:
+    """A value kept as an element: a function, class or instance, or a library value."""
+    if value.kind == "external":  # a builtin's or a generic's element is known by `items`
+        return not value.name.startswith((BUILTIN_PREFIX, "typing."))
+    return value.kind in ("function", "class", "instance")
+
+
+ELEMENT = "element"  # a library's value known only as an element of a container
+
+
+def element(value: Value) -> Value:
+    """An element of the container `value` (`items`), or of a library value (`X()[]`, marked
+    ELEMENT: its methods are the library's, and a project method of that name may run too,
+    as for an untyped receiver)."""
+    if value.kind == "items":
+        via = ELEMENT if value.bound == "external" else None
+        return Value(value.bound or "external", value.name, via=via)
+    return Value("external", value.name + "[]", via=ELEMENT)
+
+
+def as_element(value: Value) -> Value:
+    return Value("items", value.name, bound=value.kind)
+
+
+def containers(values: tuple[Value, ...]) -> list[Value]:
+    """What a function returning `values` hands back as a container: the containers whose
+    elements are known, and a library value seen as one (`batch_isend_irecv(ops)`: iterating
+    it gives its elements). The library value itself is not returned."""
+    out = [v._replace(via=None) for v in values if v.kind == "items"]
+    libraries = [v for v in values if v.kind == "external" and _holdable(v)]
+    out += [as_element(external(v.name + "[]")) for v in libraries]
+    return out
