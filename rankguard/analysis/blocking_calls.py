@@ -272,7 +272,7 @@ class CallClassifier:
         if made == DEVICE:
             return "high", "the tensor is made on a device"
         if made is None and _unnamed_device(call.kwarg("device")):
-            return "medium", "the device it is made on is not known here"
+            return "low", "the device it is made on is not known here"
         return None
 
     def _device_held(self, text: str | None, env: Mapping[str, str]) -> str | None:
@@ -299,7 +299,7 @@ class CallClassifier:
         if made == DEVICE:
             return "high", "a host tensor copied to a device"
         if made is None and _unnamed_device(target):
-            return "medium", "a host tensor copied to a device the model cannot name"
+            return "low", "a host tensor copied to a device the model cannot name"
         return None
 
     def truth_test(

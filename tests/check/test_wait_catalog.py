@@ -127,10 +127,12 @@ def test_pageable_host_to_device_copies(tmp_path: Path):
     )
 
 
-def test_a_copy_to_a_device_the_model_cannot_name_is_reported_at_medium(tmp_path: Path):
+def test_a_copy_to_a_device_the_model_cannot_name_is_reported_at_low(tmp_path: Path):
     # A runner's `self.device` is set from a parameter: which device is not known, so
-    # `torch.tensor(ids, device=self.device)` is a pageable copy where it names an accelerator
-    # (medium, saying why); a device known to be the host, or none, makes no copy.
+    # `torch.tensor(ids, device=self.device)` is a blocking copy only where it names an
+    # accelerator (low, saying why: a labelled sample of such copies on sglang was half false,
+    # every true one behind an opt-in feature); a device known to be the host, or none, makes no
+    # copy.
     findings = _assert_marked(
         tmp_path,
         """
@@ -155,7 +157,7 @@ def test_a_copy_to_a_device_the_model_cannot_name_is_reported_at_medium(tmp_path
     confidence = {
         f.extra["blocking"]["text"].split("(")[0]: f.extra["confidence"] for f in findings
     }
-    assert sorted(f.extra["confidence"] for f in findings) == ["high", "medium", "medium"]
+    assert sorted(f.extra["confidence"] for f in findings) == ["high", "low", "low"]
     assert all(f.extra["blocking"]["kind"] == "h2d-copy" for f in findings), confidence
 
 
@@ -186,7 +188,7 @@ def test_a_blocking_copy_of_a_host_tensor_to_a_device_waits_for_the_stream(tmp_p
                 dist.barrier()
         """,
     )
-    assert sorted(f.extra["confidence"] for f in findings) == ["high", "high", "high", "medium"]
+    assert sorted(f.extra["confidence"] for f in findings) == ["high", "high", "high", "low"]
 
 
 def test_a_copy_right_after_a_sync_waits_only_for_itself(tmp_path: Path):
@@ -215,7 +217,7 @@ def test_a_copy_right_after_a_sync_waits_only_for_itself(tmp_path: Path):
     )
     assert [f.extra["confidence"] for f in sorted(findings, key=lambda f: f.line)] == [
         "high",
-        "medium",
+        "low",
     ]
     assert "torch.tensor(w, device=self.device)" in findings[-1].message
 
