@@ -191,7 +191,8 @@ def test_a_local_handed_to_unknown_code_keeps_its_value(tmp_path: Path):
     )
 
 
-_IN_TEST = """
+# The enum and the batch the fixtures below share: a mode only this program's code assigns.
+_MODE_AND_BATCH = """
 import enum
 
 class Mode(enum.IntEnum):
@@ -207,7 +208,11 @@ class Mode(enum.IntEnum):
 class Batch:
     def __init__(self, mode: Mode):
         self.mode = mode
+"""
 
+_IN_TEST = (
+    _MODE_AND_BATCH
+    + """
 def relabel(batch):
     batch.mode = Mode.EXTEND
     return True
@@ -223,6 +228,7 @@ def loop():
         dispatch(recv())
         dist.barrier()
 """
+)
 
 
 @pytest.mark.parametrize(
@@ -285,23 +291,9 @@ def test_a_global_a_callee_rebinds_ends_the_facts_on_its_attributes(tmp_path: Pa
     )
 
 
-_SETTLED = """
-import enum
-
-class Mode(enum.IntEnum):
-    EXTEND = 1
-    IDLE = 3
-
-    def is_idle(self):
-        return self == Mode.IDLE
-
-    def is_extend(self):
-        return self == Mode.EXTEND
-
-class Batch:
-    def __init__(self, mode: Mode):
-        self.mode = mode
-
+_SETTLED = (
+    _MODE_AND_BATCH
+    + """
 def put(obj, name, value):
     setattr(obj, name, value)
 
@@ -327,6 +319,7 @@ def loop(runner: Runner):
         runner.dispatch(recv())
         dist.barrier()
 """
+)
 
 
 @pytest.mark.parametrize(
