@@ -5,9 +5,9 @@ reporting the second names no wait of its own.
 
 The walk keeps "drained" among its facts (`DRAINED`), so a join keeps it only where every path
 agrees, and a callee starts without it. A sync the model is sure of (a device tensor's copy to
-the host, `torch.cuda.synchronize()`) drains everything; an event's wait does only where the
-event was recorded on this path with nothing launched since (`RECORDED`), and a stream's never
-(it may be a side stream). A sync on a tensor the model cannot
+the host, a blocking copy to a known device, `torch.cuda.synchronize()`) drains everything; an
+event's wait does only where the event was recorded on this path with nothing launched since
+(`RECORDED`), and a stream's never (it may be a side stream). A sync on a tensor the model cannot
 place drains what lives with it, for later syncs on tensors it cannot place either: the tensors
 of the same local object, or of the same attribute of `self` (`out.lengths.tolist()` then
 `out.statuses.tolist()`). If that object is on a device the first sync waited; if it is on the
