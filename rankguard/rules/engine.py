@@ -14,6 +14,7 @@ from rankguard.core import progress
 from rankguard.core.config import Config
 from rankguard.core.errors import ErrorRecord, InputError, internal_error
 from rankguard.core.findings import Finding, fingerprint
+from rankguard.core.stack import deep_recursion
 from rankguard.model.program import Program
 from rankguard.rules.base import Example, Invalid, Rule, RuleContext
 from rankguard.rules.codes import alias_table, resolve_names
@@ -116,7 +117,8 @@ def run_rules(
         bar.advance(0, note=rule_class.name)
         try:
             # All or nothing: a rule that fails half-way contributes no partial findings.
-            found.extend(list(rule_class().check(context)))
+            with deep_recursion():
+                found.extend(list(rule_class().check(context)))
         except InputError:  # the user's input (a config entry a rule reads): exit 2, as such
             raise
         except Exception as exc:  # a rule's bug must not hide the other rules' findings

@@ -12,7 +12,6 @@ when the way it errs widens the budget, safe when it narrows it, flipped for con
 from __future__ import annotations
 
 import fnmatch
-import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +21,7 @@ from rankguard.catalogs.driver_terms import term_catalog
 from rankguard.core.chains import Hop, chain_json
 from rankguard.core.config import Config
 from rankguard.core.errors import ErrorRecord
+from rankguard.core.stack import deep_recursion
 from rankguard.model.program import Program
 
 _OPERATION = {POS: "added", NEG: "subtracted"}
@@ -147,12 +147,8 @@ def _row(raw: Row, composites: dict, risky: tuple[str, ...]) -> TermRow:
 
 def staleness(program: Program, config: Config) -> StalenessReport:
     """Every (term, consumer) row of the program, sorted."""
-    limit = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(limit, 20000))
-    try:
+    with deep_recursion():
         analysis = Flows(program, term_catalog(config.driver_terms), config).run()
-    finally:
-        sys.setrecursionlimit(limit)
     rows = sorted(
         {_row(r, analysis.composites, config.smaller_is_risky) for r in analysis.rows},
         key=TermRow.sort_key,
