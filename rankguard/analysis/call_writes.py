@@ -5,7 +5,7 @@ computed name, in the caller's terms; and which references a fact reads."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from rankguard.analysis.call_sites import passed_arguments, receiver_parameter
@@ -236,52 +236,3 @@ def bare_names(cond: Cond) -> tuple[str, ...]:
 
 
 _TAGS = frozenset(("ref", "cmp", "not", "and", "or", "call"))
-
-
-def components(nodes: Sequence[str], edges: Mapping[str, Sequence[str]]) -> list[list[str]]:
-    """Strongly connected components, each after every component it reaches (Tarjan,
-    iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    out: list[list[str]] = []
-    counter = 0
-    for start in nodes:
-        if start in index:
-            continue
-        work = [(start, iter(edges.get(start, ())))]
-        index[start] = low[start] = counter
-        counter += 1
-        stack.append(start)
-        on_stack.add(start)
-        while work:
-            node, children = work[-1]
-            advanced = False
-            for child in children:
-                if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(edges.get(child, ()))))
-                    advanced = True
-                    break
-                if child in on_stack:
-                    low[node] = min(low[node], index[child])
-            if advanced:
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member_ = stack.pop()
-                    on_stack.discard(member_)
-                    component.append(member_)
-                    if member_ == node:
-                        break
-                out.append(component)
-    return out

@@ -34,10 +34,11 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import networkx as nx
+
 from rankguard.analysis.call_writes import (
     attribute_refs,
     bare_names,
-    components,
     local_wild,
     mapped,
     mutated,
@@ -201,7 +202,12 @@ class Clobbers:
                             writers.add(name)
         self._bits = bits = {name: 1 << i for i, name in enumerate(sorted(writers))}
         edges = self._edges()
-        for component in components(sorted(functions), edges):
+        graph = nx.DiGraph()
+        graph.add_nodes_from(sorted(functions))
+        graph.add_edges_from((caller, callee) for caller, out in edges.items() for callee in out)
+        condensed = nx.condensation(graph)
+        for part in reversed(list(nx.topological_sort(condensed))):  # callees first
+            component = sorted(condensed.nodes[part]["members"])
             mask = 0
             members = set(component)
             for name in component:
