@@ -375,8 +375,8 @@ def _truthy(text: str | None) -> bool:
 
 
 def _designates(tree: Cond) -> bool:
-    """A device's name or handle (`"cuda"`, `torch.device("cuda")`): what is compared with one
-    names a device too, and a tensor never is."""
+    """A device's name or handle (`"cuda"`, `torch.device("cuda")`, a tensor's `x.device`):
+    what is compared with one names a device too, and a tensor never is."""
     if tree[0] == "const":
         return isinstance(tree[1], str)
-    return tree[0] == "call" and tree[1][-1:] == ("device",)
+    return tree[0] in ("call", "ref") and tree[1][-1:] == ("device",)

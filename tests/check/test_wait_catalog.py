@@ -161,6 +161,41 @@ def test_a_copy_to_a_device_the_model_cannot_name_is_reported_at_low(tmp_path: P
     assert all(f.extra["blocking"]["kind"] == "h2d-copy" for f in findings), confidence
 
 
+def test_a_device_named_by_a_tensor_is_where_that_tensor_lives(tmp_path: Path):
+    # `device=ids.device` builds where `ids` lives: on the host when the caller made `ids` there
+    # (passed by keyword, through a static method, then positionally), so neither the factory
+    # nor `.to(ids.device)` copies anything; a tensor made on the device names the device (high),
+    # one the model cannot place stays low.
+    findings = _assert_marked(
+        tmp_path,
+        """
+        def rope(ids=None, **kwargs):
+            deltas = torch.tensor([1, 2], device=ids.device)
+            pos = torch.arange(4).to(ids.device)
+            return deltas, pos
+
+        class Emb:
+            @staticmethod
+            def index(a, ids=None, **kwargs):
+                return rope(ids)
+
+        def compute(ids):
+            t = torch.tensor(ids, dtype=torch.long).unsqueeze(0)
+            return Emb.index(1, ids=t)
+
+        def event_loop(ids, unplaced):
+            while True:
+                compute(ids)
+                g = torch.zeros(4, device="cuda")
+                a = torch.tensor([1, 2], device=g.device)  # expect
+                k = g @ g
+                b = torch.tensor([1, 2], device=unplaced.device)  # expect
+                dist.barrier()
+        """,
+    )
+    assert sorted(f.extra["confidence"] for f in findings) == ["high", "low"]
+
+
 def test_a_blocking_copy_of_a_host_tensor_to_a_device_waits_for_the_stream(tmp_path: Path):
     # `.to(device)` / `.cuda()` of a host tensor without `non_blocking=True` synchronises the
     # current stream after the copy (every kernel queued before it); with `non_blocking=True`,
