@@ -318,3 +318,29 @@ def test_a_zero_sleep_yields_and_does_not_wait(tmp_path: Path):
                 dist.barrier()
         """,
     )
+
+
+def test_an_output_sized_by_device_data_waits_for_it(tmp_path: Path):
+    # `nonzero`, `unique`, `masked_select` size their output by the tensor's contents, so on a
+    # device tensor the host reads the count back first (PyTorch's sync debug mode lists
+    # them); on a host tensor they read nothing from a device.
+    _assert_marked(
+        tmp_path,
+        """
+        def event_loop(ids):
+            while True:
+                g = torch.zeros(4, device="cuda")
+                h = torch.zeros(4)
+                a = g.nonzero()  # expect
+                k = g @ g
+                b = torch.unique(g)  # expect
+                k = g @ g
+                c = torch.masked_select(g, g > 0)  # expect
+                k = g @ g
+                d = torch.nonzero(g, as_tuple=True)  # expect
+                k = g @ g
+                e = h.nonzero()
+                f = torch.unique(h)
+                dist.barrier()
+        """,
+    )
