@@ -166,7 +166,8 @@ def outdated(
                 f"{count} {'entry' if count == 1 else 'entries'} of {label} "
                 f"{'carries' if count == 1 else 'carry'} fingerprint "
                 f"version {then}; this rankguard writes version {rule.fingerprint_version}"
-                f"{change}, so they match no finding and its findings show as new. Regenerate "
+                f"{change}, so {'it matches' if count == 1 else 'they match'} no finding and the "
+                f"rule's findings show as new. Regenerate "
                 f"the baseline once: rankguard check --write-baseline {path}",
             )
         )
