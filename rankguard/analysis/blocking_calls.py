@@ -359,7 +359,7 @@ class CallClassifier:
     def truth_test(
         self, record: FunctionRecord, stmt: Stmt, env: Mapping[str, str], cadence: str | None
     ) -> BlockingCall | None:
-        """The test of an `if` / `while` reads a tensor known to live on a device: a
+        """The test of an `if` / `while` / `assert` reads a tensor known to live on a device: a
         reference, what a reduction or a value comparison makes of one (`torch.any(mask)`,
         `x.sum() > 0`), a search in one (`0 in x`), or any operand of `and`/`or` that does
         (`flag and torch.any(x)` reads it wherever `flag` holds); `x is None` tests the
@@ -374,9 +374,15 @@ class CallClassifier:
         return BlockingCall(
             entry.name, "", entry.kind, entry.reason, "high",
             "the tensor is known to live on a device",
-            f"{'while' if stmt.kind == 'loop' else 'if'} {stmt.text}:",
+            _test_text(stmt),
             record.path, stmt.line, 0, fn, (Hop(fn, record.path, stmt.line),), cadence,
         )  # fmt: skip
+
+
+def _test_text(stmt: Stmt) -> str:
+    if stmt.kind == "expr":
+        return f"assert {stmt.text}"
+    return f"{'while' if stmt.kind == 'loop' else 'if'} {stmt.text}:"
 
 
 _VALUE_COMPARISONS = frozenset(("==", "!=", "<", "<=", ">", ">="))

@@ -395,3 +395,32 @@ def test_a_summary_writer_flush_writes_its_file(tmp_path: Path):
                     dist.barrier()
         """,
     )
+
+
+def test_an_assert_tests_and_a_formatted_tensor_is_read(tmp_path: Path):
+    # `assert t > 0` reads its test as `if` does; `f"{t:.4f}"` formats the tensor (its value is
+    # copied to the host to be printed: `Tensor.__format__` calls `.item()`), and so do `!s`
+    # and `!r`. A host value, or a device tensor's shape, prints without a device read.
+    _assert_marked(
+        tmp_path,
+        """
+        def event_loop(ids, log):
+            while True:
+                g = torch.zeros(4, device="cuda")
+                t = g.sum()
+                h = torch.zeros(4)
+                assert t > 0.0  # expect
+                k = g @ g
+                clip = 1.0 / (g.norm() + 1e-6)
+                if clip < 1:  # expect
+                    pass
+                k = g @ g
+                log(f"loss {t:0.4f}")  # expect
+                k = g @ g
+                log(f"grad {g!r}")  # expect
+                k = g @ g
+                log(f"{h} {g.shape} {len(ids)}")
+                assert h.sum() > 0
+                dist.barrier()
+        """,
+    )
