@@ -88,27 +88,37 @@ def _global_cached(
     record: FunctionRecord, stmt: Stmt, name: str, stability: Stability
 ) -> str | None:
     """`global _h; if _h is None: _h = load()`: a module global this function sets after the
-    test, and no other function of its module unsets (`= None`, `del`): built once per process
-    (`PROCESS` in the cadence; `analysis.warm` lowers what it builds)."""
-    body = record.info.body
-    writes = [
-        s
-        for s in walk_statements(body)
-        if (name,) in s.targets and s.line > stmt.line and s.tree != ("const", None)
-    ]
-    if not writes:
+    test and nothing unsets (`= None`, `del`): not this function (a builder that clears it when
+    its key changes rebuilds with the key, maybe every round), no other function of its module,
+    and no function anywhere through an attribute of that name (`cache._h = None` from another
+    module; another object's private attribute of the same name is taken for it, a miss that
+    only keeps a finding high). Built once per process (`PROCESS` in the cadence;
+    `analysis.warm` lowers what it builds)."""
+    sets = [s for s in walk_statements(record.info.body) if (name,) in s.targets]
+    writes = [s for s in sets if s.line > stmt.line and s.tree != ("const", None)]
+    if not writes or any(map(_unsets, sets)):
         return None
     for other in stability.program.functions.values():
         if other is record or other.module != record.module:
             continue
         if name not in other.info.global_names:
             continue
-        sets = [s for s in walk_statements(other.info.body) if (name,) in s.targets]
-        if any(s.kind != "assign" or s.tree == ("const", None) for s in sets):
+        if any(_unsets(s) for s in walk_statements(other.info.body) if (name,) in s.targets):
+            return None
+    for function, target in stability.writes().get(name, ()):
+        if target[0] == SELF:
+            continue
+        body = stability.program.functions[function].info.body
+        if any(_unsets(s) for s in walk_statements(body) if target in s.targets):
             return None
     where = f"{record.path}:{writes[0].line}"
     held = f"the module global `{name}`"
     return f"cached in {held}: runs while it is unset and sets it, {PROCESS} ({where})"
+
+
+def _unsets(stmt: Stmt) -> bool:
+    """A store that leaves a memo unset, or may: anything but assigning it a value."""
+    return stmt.kind != "assign" or stmt.tree == ("const", None)
 
 
 def _reset_elsewhere(
@@ -131,7 +141,7 @@ def _reset_elsewhere(
     for function in writers:
         body = stability.program.functions[function].info.body
         sets = [s for s in walk_statements(body) if any(t[-1:] == (name,) for t in s.targets)]
-        if not sets or any(s.kind != "assign" or s.tree == ("const", None) for s in sets):
+        if not sets or any(map(_unsets, sets)):
             return True
     return False
 

@@ -1304,3 +1304,52 @@ def test_a_module_global_memo_is_built_once_per_process(tmp_path: Path):
     cadence = {f.extra["blocking"]["text"]: f.extra["cadence"] or "" for f in findings}
     assert "once per process" in cadence["open('table')"], cadence
     assert cadence["open('reset')"] == cadence["subprocess.run(['flag'])"] == "", cadence
+
+
+def test_a_module_global_reset_by_its_own_builder_or_another_module_is_no_memo(tmp_path: Path):
+    """A builder that clears its global when its key changes (`if _key != key: _h = None`)
+    rebuilds whenever the key does, maybe every round; so does a global another module clears
+    through the module (`cache._handle = None`). Neither build is once per process."""
+    keyed = HEAD + textwrap.dedent(
+        """
+        _handle = None
+        _key = None
+
+        def get_handle(key):
+            global _handle, _key
+            if _key != key:
+                _handle = None
+                _key = key
+            if _handle is None:
+                _handle = subprocess.check_output(["probe", key])
+            return _handle
+        """
+    )
+    cache = HEAD + textwrap.dedent(
+        """
+        _table = None
+
+        def table():
+            global _table
+            if _table is None:
+                _table = open("table")
+            return _table
+        """
+    )
+    loop = HEAD + textwrap.dedent(
+        """
+        import cache
+        import keyed
+
+        def event_loop(step):
+            while True:
+                keyed.get_handle(step)
+                cache.table()
+                cache._table = None
+                dist.barrier()
+        """
+    )
+    files = {"keyed.py": keyed, "cache.py": cache, "mod.py": loop}
+    result = check_files(tmp_path, files, RULE)
+    got = {f.extra["blocking"]["text"]: f.extra["confidence"] for f in result.findings}
+    assert got == {"subprocess.check_output(['probe', key])": "high", "open('table')": "high"}
