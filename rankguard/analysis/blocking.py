@@ -360,7 +360,7 @@ class BlockingAnalysis:
             tail = {k: c for k, c in tail.items() if not c.doubt}
 
         def judged(call: BlockingCall) -> BlockingCall:
-            return configured(self.start_up.filled(rnd, call))
+            return configured(self.start_up.set_up(rnd, self.start_up.filled(rnd, call)))
 
         return Regions(
             rnd,

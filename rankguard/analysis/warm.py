@@ -1,4 +1,4 @@
-"""Memo caches the round's start-up may already have filled.
+"""What the round's start-up has already done: memo caches it filled, setup methods it ran.
 
 A memo attribute's build runs while the attribute is unset (`analysis.memo`): once per object
 that holds it. When the constructor of the round's object reaches the same memo function
@@ -10,6 +10,11 @@ reaches keeps its confidence (the first round builds it).
 
 A module global's memo (`global _h; if _h is None: _h = load()`) is built once per process,
 whatever object the round holds: what it builds is low confidence too, saying so.
+
+Start-up also says which methods are setup: an RPC loop runs the method a message names
+(`getattr(self.worker, method)(*args)`), a guess among all the worker's methods, and one its
+constructor already called (`init_device`, `load_model`) is likely never sent to the loop. What
+the loop reaches only through such a guess is low confidence, naming the start-up call.
 
 This reads only findings' chains, after the walk: summaries stay independent of what start-up
 reaches, so an edit there does not invalidate kept summaries (`analysis.blocking_keep`).
@@ -71,12 +76,40 @@ class StartUp:
         )
         if holder is None:
             return call
-        chain = reached[holder]
-        start = chain[0].function if chain else holder
-        path = f"`{start}` -> ... -> `{holder}`" if chain else f"`{holder}`"
         why = (
-            f"cached by `{holder}`, which the round's start-up reaches too ({path}): the cache "
-            "is likely filled before the first round"
+            f"cached by `{holder}`, which the round's start-up reaches too "
+            f"({_start_up_path(reached, holder)}): the cache is likely filled before the first "
+            "round"
+        )
+        return lowered(call, "low", why)
+
+    def set_up(self, rnd: Round, call: BlockingCall) -> BlockingCall:
+        """`call` at low confidence if its chain enters by a guess (a method named at run time,
+        `getattr(self.worker, method)(*args)`: every method of the worker is a candidate) a
+        function the construction of the round's object calls itself (`self.worker.init_device()`
+        in the worker's `__init__`): a setup step start-up has done, likely never sent to the
+        loop. Which names the loop is sent is data the model does not see, so it stays
+        reported."""
+        owner = class_of(rnd.function)
+        if call.confidence == "low" or owner is None:
+            return call
+        reached = self._reached_from(rnd, owner)
+        entered = [hop.function for hop in call.chain[1:]] + [call.function]
+        guess = next(
+            (
+                (hop, function)
+                for hop, function in zip(call.chain, entered, strict=True)
+                if hop.edge == "fallback" and function in reached
+            ),
+            None,
+        )
+        if guess is None:
+            return call
+        hop, function = guess
+        why = (
+            f"entered through a method named at run time ({hop.path}:{hop.line}), `{function}`, "
+            f"which the round's start-up calls itself ({_start_up_path(reached, function)}): "
+            "likely a setup step, not sent to the loop"
         )
         return lowered(call, "low", why)
 
@@ -130,6 +163,12 @@ class StartUp:
             found = reach_from(self.program, roots, ("call",), frozenset((rnd.function.qualname,)))
             self._reached[key] = found
         return found
+
+
+def _start_up_path(reached: dict[str, list[Hop]], function: str) -> str:
+    """How start-up reaches `function`: its constructor, then `function`."""
+    chain = reached[function]
+    return f"`{chain[0].function}` -> ... -> `{function}`" if chain else f"`{function}`"
 
 
 def _blocks(body: Sequence[Stmt]) -> Iterator[Sequence[Stmt]]:
