@@ -5,8 +5,9 @@ Two shapes are a cache in serving code: an early return of the memo (`memo = get
 guarded build (`if self._tok is None: self._tok = load()`). What runs on the building side runs
 once per object that holds the memo (every round, if the object is the round's batch); it is
 still reported (the round it runs in stalls), marked cadenced like a `functools.cache` body. A
-test of an attribute the function never assigns is no cache: something else sets it, maybe
-every round."""
+module global built the same way (`global _h; if _h is None: _h = load()`) is built once per
+process. A test of an attribute the function never assigns is no cache: something else sets it,
+maybe every round."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from rankguard.model.records import FunctionRecord
 from rankguard.summary.conditions import Cond
 from rankguard.summary.ir import CALL, SUBSCRIPT, Segs, Stmt, segs_text, walk_statements
 
+PROCESS = "once per process"  # a module global's memo: the cadence says so
 # A memo shape: the cadence of the work an `if` statement caches, if it is one.
 MemoShape = Callable[[FunctionRecord, Stmt, Stability], str | None]
 
@@ -62,6 +64,8 @@ def _cached(record: FunctionRecord, stmt: Stmt, tested: Segs, stability: Stabili
     the call), set to a value after `stmt` by this function, and unset by no other function
     but constructors (one that resets it, maybe every round, makes it no cache)."""
     attribute = _attribute_of(record, tested)
+    if attribute is not None and len(attribute) == 1:
+        return _global_cached(record, stmt, attribute[0], stability)
     if attribute is None or len(attribute) != 2:
         return None
     root, name = attribute
@@ -78,6 +82,33 @@ def _cached(record: FunctionRecord, stmt: Stmt, tested: Segs, stability: Stabili
     where = f"{record.path}:{writes[0].line}"
     held = segs_text(attribute)
     return f"cached in `{held}`: runs while it is unset and sets it, once per object ({where})"
+
+
+def _global_cached(
+    record: FunctionRecord, stmt: Stmt, name: str, stability: Stability
+) -> str | None:
+    """`global _h; if _h is None: _h = load()`: a module global this function sets after the
+    test, and no other function of its module unsets (`= None`, `del`): built once per process
+    (`PROCESS` in the cadence; `analysis.warm` lowers what it builds)."""
+    body = record.info.body
+    writes = [
+        s
+        for s in walk_statements(body)
+        if (name,) in s.targets and s.line > stmt.line and s.tree != ("const", None)
+    ]
+    if not writes:
+        return None
+    for other in stability.program.functions.values():
+        if other is record or other.module != record.module:
+            continue
+        if name not in other.info.global_names:
+            continue
+        sets = [s for s in walk_statements(other.info.body) if (name,) in s.targets]
+        if any(s.kind != "assign" or s.tree == ("const", None) for s in sets):
+            return None
+    where = f"{record.path}:{writes[0].line}"
+    held = f"the module global `{name}`"
+    return f"cached in {held}: runs while it is unset and sets it, {PROCESS} ({where})"
 
 
 def _reset_elsewhere(
@@ -148,7 +179,7 @@ def _attribute_of(record: FunctionRecord, segs: Segs) -> Segs | None:
     from (`memo = getattr(args, "_config", None)`, `memo = args._config`)."""
     if CALL in segs or SUBSCRIPT in segs:
         return None
-    if len(segs) >= 2:
+    if len(segs) >= 2 or segs[0] in record.info.global_names:
         return segs
     sources = [
         _read_attribute(s.tree)

@@ -8,6 +8,9 @@ only if start-up took another path or held another object. The model cannot tell
 a finding stays reported, at low confidence, naming the start-up chain; a memo start-up never
 reaches keeps its confidence (the first round builds it).
 
+A module global's memo (`global _h; if _h is None: _h = load()`) is built once per process,
+whatever object the round holds: what it builds is low confidence too, saying so.
+
 This reads only findings' chains, after the walk: summaries stay independent of what start-up
 reaches, so an edit there does not invalidate kept summaries (`analysis.blocking_keep`).
 """
@@ -43,8 +46,18 @@ class StartUp:
         """`call` at low confidence if a memo that caches it is one start-up reaches: a memo
         held by a parameter (an argument set handed around), or one held by `self` of the
         round's own object (another object's memo is another cache)."""
+        if not call.cadenced or call.confidence == "low":
+            return call
+        process = next(((f, g) for f, g in self._holders(call) if self._global(f, g)), None)
+        if process is not None:
+            function, name = process
+            why = (
+                f"cached in the module global `{name}` by `{function}`: built once per process, "
+                "so at most the first round that needs it stalls"
+            )
+            return lowered(call, "low", why)
         owner = class_of(rnd.function)
-        if not call.cadenced or call.confidence == "low" or owner is None:
+        if owner is None:
             return call
         reached = self._reached_from(rnd, owner)
         ours = self.stability.related(owner)
@@ -66,6 +79,10 @@ class StartUp:
             "is likely filled before the first round"
         )
         return lowered(call, "low", why)
+
+    def _global(self, function: str, root: str) -> bool:
+        """The memo `function` builds is held by a module global it declares."""
+        return root in self.program.functions[function].info.global_names
 
     def _class(self, function: str) -> str | None:
         return class_of(self.program.functions[function])

@@ -1242,3 +1242,65 @@ def test_isinstance_on_the_path_narrows_the_receivers_overrides(
         include_round_tail=False,
     )
     assert bool(result.findings) is reported
+
+
+def test_a_module_global_memo_is_built_once_per_process(tmp_path: Path):
+    """A lazily built module global (`global _h; if _h is None: _h = load()`, or the early
+    return of it) runs once per process: at most the first round that needs it stalls, so the
+    build is reported cadenced at low confidence. A global another function resets to None is
+    no cache, and a global the function tests but never sets is a flag."""
+    findings = _assert_marked(
+        tmp_path,
+        """
+        _handle = None
+        _table = None
+        _reset = None
+        _flag = None
+
+        def handle():
+            global _handle
+            if _handle is None:
+                _handle = subprocess.check_output(["probe"])  # expect
+            return _handle
+
+        def table():
+            global _table
+            if _table is not None:
+                return _table
+            _table = open("table")  # expect
+            return _table
+
+        def reset_cache():
+            global _reset
+            if _reset is None:
+                _reset = open("reset")  # expect
+            return _reset
+
+        def clear():
+            global _reset
+            _reset = None
+
+        def flagged():
+            if _flag is None:
+                subprocess.run(["flag"])  # expect
+
+        def event_loop():
+            while True:
+                handle()
+                table()
+                reset_cache()
+                clear()
+                flagged()
+                dist.barrier()
+        """,
+    )
+    got = {f.extra["blocking"]["text"]: f.extra["confidence"] for f in findings}
+    assert got == {
+        "subprocess.check_output(['probe'])": "low",
+        "open('table')": "low",
+        "open('reset')": "high",
+        "subprocess.run(['flag'])": "high",
+    }
+    cadence = {f.extra["blocking"]["text"]: f.extra["cadence"] or "" for f in findings}
+    assert "once per process" in cadence["open('table')"], cadence
+    assert cadence["open('reset')"] == cadence["subprocess.run(['flag'])"] == "", cadence
