@@ -404,9 +404,9 @@ class Walk:
                     continue  # a generator: its body runs where it is advanced
                 bound = self.a.receivers.bound(target.name, receiver)
                 part = phase if phase and self.a.context_manager(target.name) else None
-                entered = self.enter(
-                    target.name, state, hop, cadence, call, stmt_calls, bound, part, drained
-                )
+                closure = self.a.passed.closure(target)  # a decorator's wrapper: what it made
+                args = (state, hop, cadence, call, stmt_calls, bound, part, drained, closure)
+                entered = self.enter(target.name, *args)
                 if self.a.suspended(target.name):  # advanced: it may stop at any `yield`
                     entered = entered.evolve(ran=state.ran)
                 outcomes.append(entered)
@@ -438,6 +438,7 @@ class Walk:
         receiver: Receiver | None = None,
         phase: str | None = None,
         drained: Mapping[Cond, Any] | None = None,
+        closure: Mapping[str, frozenset[str]] | None = None,
     ) -> State:
         if self.a.on_stack(name):
             self.cut.add(name)
@@ -462,6 +463,8 @@ class Walk:
         if call is not None and self.a.passed.parameters_called(name):
             held = held_in(state.known)
             known.update(binding_facts(self.a.passed.binding(self.record, call, name, held)))
+        if closure:  # a decorator's wrapper entered as the function it decorates
+            known.update(binding_facts(closure))
         if receiver:
             known[RECEIVER] = receiver  # `self` in there is exactly this (`analysis.receivers`)
         if phase:

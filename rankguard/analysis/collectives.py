@@ -35,7 +35,7 @@ from rankguard.analysis.reach import FOLLOWED, edge_of
 from rankguard.catalogs.catalog import CollectiveCatalog
 from rankguard.core.chains import Hop
 from rankguard.model.program import Program
-from rankguard.model.records import FunctionRecord
+from rankguard.model.records import FunctionRecord, Target
 from rankguard.summary.ir import CallSite, walk_calls
 
 
@@ -110,9 +110,19 @@ class CollectiveReach:
         record: FunctionRecord,
         calls: Sequence[CallSite],
         stack: frozenset[str] = frozenset(),
+        binding: FrozenBinding = frozenset(),
     ) -> tuple[Event, ...]:
-        """Events the calls enter; `stack`: functions whose chains lead here (not re-entered)."""
-        return self._of_calls(record, calls, stack | {record.qualname})[0]
+        """Events the calls enter; `stack`: functions whose chains lead here (not re-entered);
+        `binding`: what `record`'s called parameters hold on the path that entered it."""
+        return self._of_calls(record, calls, stack | {record.qualname}, binding)[0]
+
+    def entry_binding(
+        self, caller: FunctionRecord, call: CallSite, target: Target
+    ) -> FrozenBinding:
+        """What the callee's called parameters hold where `call` enters `target`: what the
+        call passes, and, for a decorator's wrapper, the function it was made of."""
+        passed = self.passed.binding(caller, call, target.name, {})
+        return frozenset({**passed, **self.passed.closure(target)}.items())
 
     def primitives_of_call(
         self, record: FunctionRecord, call: CallSite, kinds: Iterable[str] = ("collective", "p2p")
@@ -158,7 +168,8 @@ class CollectiveReach:
                     if target.name in stack:
                         cut.add(target.name)
                         continue
-                    inner = frozenset(self.passed.binding(record, call, target.name, known).items())
+                    passed = self.passed.binding(record, call, target.name, known)
+                    inner = frozenset({**passed, **self.passed.closure(target)}.items())
                     below, below_cut = self._under(target.name, stack, inner)
                     cut |= below_cut
                     for event in below:

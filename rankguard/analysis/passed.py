@@ -41,6 +41,15 @@ class PassedCallables:
                 out[name] = found
         return out
 
+    def closure(self, target: Target) -> Binding:
+        """What a decorator's wrapper holds in the decorator's parameter where the call
+        entered it as the function it decorates (`@timed_op def send`: entering `send`'s
+        wrapper, `func` is `send`; `model.decorators.Decorators.closure`)."""
+        if target.wraps is None or target.name not in self.program.functions:
+            return {}
+        found = self.program.resolver.closure(target.name, target.wraps)
+        return {found[0]: found[1]} if found is not None else {}
+
     def parameters_called(self, name: str) -> tuple[str, ...]:
         """Parameters of `name` that it calls (reaching what its callers pass, `via:
         argument`) or hands on to another call, where they may be called."""
@@ -60,11 +69,18 @@ class PassedCallables:
 def narrowed(
     call: CallSite, targets: tuple[Target, ...], held: Mapping[str, frozenset[str]]
 ) -> tuple[Target, ...]:
-    """The targets of `call` this path can take: a parameter's call runs what was passed."""
+    """The targets of `call` this path can take: a parameter's call runs what was passed
+    (or, in a decorator's wrapper, what the decorator was applied to at the site that made
+    the wrapper this path runs)."""
     bound = held.get(call.target[0]) if len(call.target) == 1 else None
     if bound is None:
         return targets
-    return tuple(t for t in targets if t.via != "argument" or t.name in bound)
+    return tuple(t for t in targets if t.via not in _THROUGH_PARAMETERS or t.name in bound)
+
+
+# How `model.arguments` resolves a call of a parameter: what callers pass (`argument`, or
+# `closure` for an enclosing function's), what a decorator is applied to (`decorated`).
+_THROUGH_PARAMETERS = ("argument", "closure", "decorated")
 
 
 # In the blocking walk's facts a binding is a fact on the parameter, so assigning the

@@ -10,7 +10,9 @@ arguments). Context-insensitive, as PyCG is: a parameter's call reaches what any
 an analysis that walks from one call site narrows that to what the site passes (`passed_at`).
 Edges are `call` refined `via: argument` (the parameter of the calling function itself),
 `closure` (an enclosing function's) or `decorated` (a decorator's parameter: the functions it
-is applied to).
+is applied to). A decorated function's name stands for a wrapper marked with the function it
+wraps (`Target.wraps`), so a walk entering the wrapper from that name narrows its `decorated`
+call to that one function (`model.decorators.Decorators.closure`, `analysis.passed`).
 """
 
 from __future__ import annotations

@@ -6,11 +6,12 @@ wrapper's call of the decorator's parameter reaches them. A mixin of the resolve
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rankguard.model.cycles import Cycles
 from rankguard.model.values import Value
-from rankguard.summary.ir import Segs
+from rankguard.summary.ir import Segs, Stmt, walk_statements
 
 if TYPE_CHECKING:
     from rankguard.model.program import Program
@@ -21,6 +22,7 @@ class Decorators:
     p: Program
     _decorated: dict[str, tuple[Value, ...]]
     _decorated_by: dict[str, list[str]] | None
+    _closures: dict[tuple[str, str], tuple[str, frozenset[str]] | None]
     cycles: Cycles  # `rankguard.model.cycles`
 
     def evaluate(self, fn: FunctionRecord, segs: Segs) -> tuple[Value, ...]:
@@ -45,7 +47,42 @@ class Decorators:
         for wrapper in self._wrappers(qual):
             wrapped = [r for w in wrapper for r in self.returns(self.p.functions[w.name])]
             values = tuple(v for v in wrapped if v.kind == "function") or values
-        return values
+        if values == plain:
+            return plain
+        # The wrappers made at this definition close over `qual` (`Decorators.closure`).
+        return tuple(v._replace(wraps=qual) for v in values)
+
+    def closure(self, wrapper: str, wrapped: str) -> tuple[str, frozenset[str]] | None:
+        """What the wrapper `wrapper`, made where `wrapped` is defined, holds in its decorator's
+        parameter: `@timed_op def send` makes `timed_op(send)`, whose inner `log_wrapper`
+        closes over `func = send`, so its `func(...)` runs `send` (under stacked decorators, the
+        outer wrapper holds the inner wrapper). None where that cannot be told for sure: the
+        wrapper is not nested in the decorator, the parameter is rebound, or it is shadowed."""
+        key = (wrapper, wrapped)
+        if key not in self._closures:
+            self._closures[key] = self._closed_over(wrapper, wrapped)
+        return self._closures[key]
+
+    def _closed_over(self, wrapper: str, wrapped: str) -> tuple[str, frozenset[str]] | None:
+        found = None
+        current = frozenset((wrapped,))
+        for layer in self._wrappers(wrapped):  # innermost first, as `_applied` applies them
+            made: set[str] = set()
+            here = None
+            for decorator in layer:
+                returned = {
+                    v.name
+                    for v in self.returns(self.p.functions[decorator.name])
+                    if v.kind == "function"
+                }
+                made |= returned
+                if wrapper in returned and wrapper.startswith(decorator.name + ".<locals>."):
+                    param = _closed_parameter(self.p, decorator.name, wrapper)
+                    here = (param, current) if param is not None else None
+            if made:  # the last layer that makes functions makes what the name stands for
+                found = here
+                current = frozenset(made)
+        return found
 
     def _wrappers(self, qual: str) -> list[tuple[Value, ...]]:
         """Project functions applied to `qual` as decorators, innermost (last written) first."""
@@ -82,3 +119,27 @@ class Decorators:
                     current = [v.name for v in returned if v.kind == "function"] or current
             self._decorated_by = dict(table)
         return self._decorated_by
+
+
+def _closed_parameter(program: Program, decorator: str, wrapper: str) -> str | None:
+    """The decorator's parameter that receives the decorated function (its first positional
+    one), where the wrapper's calls of that name surely mean it: no function from the
+    decorator down to the wrapper binds the name again."""
+    info = program.functions[decorator].info
+    offset = 1 if info.takes_self else 0
+    if len(info.params) <= offset or info.params[offset].name.startswith("*"):
+        return None
+    name = info.params[offset].name
+    scope = wrapper
+    while scope != decorator:
+        own = program.functions.get(scope)
+        if own is None or any(p.name.lstrip("*") == name for p in own.info.params):
+            return None
+        if _binds(own.info.body, name):
+            return None
+        scope = scope.rsplit(".<locals>.", 1)[0]
+    return None if _binds(info.body, name) else name
+
+
+def _binds(body: Sequence[Stmt], name: str) -> bool:
+    return any((name,) in stmt.targets for stmt in walk_statements(body))

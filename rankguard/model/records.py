@@ -53,11 +53,14 @@ class ClassRecord:
 class Target(NamedTuple):
     """One thing a call site may invoke. `kind` is the graph edge kind; `via` refines a call
     edge (`dispatch`: a callable held in the attribute being called; `subclass`: found on a
-    class derived from the receiver's)."""
+    class derived from the receiver's). `wraps`: the target is the wrapper a decorator made of
+    that function at its definition (`@dec def f`: calling `f` runs the wrapper, whose call of
+    `dec`'s parameter runs `f`; `rankguard.model.decorators`)."""
 
     name: str
     kind: str = "call"
     via: str | None = None
+    wraps: str | None = None
 
 
 class Resolved(NamedTuple):

@@ -80,6 +80,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
         self.hierarchy = Hierarchy(program)
         self._decorated: dict[str, tuple[Value, ...]] = {}
         self._decorated_by: dict[str, list[str]] | None = None
+        self._closures: dict[tuple[str, str], tuple[str, frozenset[str]] | None] = {}
         self._attribute_stores = None
         self.cycles = Cycles()  # memoised answers that do not depend on the order asked
         self.enums = Enums(program)
@@ -409,7 +410,8 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
         for value in self.evaluate(fn, call.target):
             if value.kind == "function":
                 guess = value.via == NAMED and kind == "call"  # a method named at run time
-                targets.append(Target(value.name, "fallback" if guess else kind, value.via))
+                edge = "fallback" if guess else kind
+                targets.append(Target(value.name, edge, value.via, value.wraps))
             elif value.kind == "class":
                 init = self._class_member(self.p.mro(value.name), "__init__", True, value.name)
                 named = [v.name for v in init if v.kind == "function"]
@@ -433,7 +435,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
                 targets.append(Target(held, kind, "dispatch"))
         if all(t.via == ELEMENT for t in targets):  # none, or a library's element alone
             targets.extend(self._fallback(call.target, kind))
-        return sorted(set(targets), key=lambda t: (t.name, t.kind, t.via or ""))
+        return sorted(set(targets), key=lambda t: (t.name, t.kind, t.via or "", t.wraps or ""))
 
     def _fallback(self, segs: Segs, kind: str) -> list[Target]:
         if len(segs) < 2 or segs[-1] in (CALL, SUBSCRIPT) or segs[-1].startswith("__"):

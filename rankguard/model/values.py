@@ -27,6 +27,9 @@ class Value(NamedTuple):
     name: str
     bound: str | None = None
     via: str | None = None  # how it was found, when not plainly: "fallback", "dispatch"
+    # A decorator's wrapper standing for the function it decorates at one site (`@dec def f`
+    # makes `f` the wrapper `dec` returns, closing over `f`): that function's qualified name.
+    wraps: str | None = None
 
     def member(self, attr: str) -> Value:
         return Value("external", f"{self.name}.{attr}")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from rankguard.analysis.collectives import CollectiveReach, CollectiveSite, Event
+from rankguard.analysis.collectives import CollectiveReach, CollectiveSite, Event, FrozenBinding
 from rankguard.analysis.reach import edge_of, followed
 from rankguard.analysis.uniformity.groups import GroupNames
 from rankguard.analysis.uniformity.groups import Groups as Groups  # re-exported
@@ -50,7 +50,7 @@ class CollectiveCalls:
         self.reach = reach
         self.catalog = catalog
         self._entered: dict[int, Reached] = {}
-        self._pruned: dict[tuple[str, frozenset[tuple[str, str]]], Reached] = {}
+        self._pruned: dict[tuple[str, frozenset[tuple[str, str]], FrozenBinding], Reached] = {}
         self._once: dict[str, bool] = {}
         self._tested_params: dict[str, frozenset[str]] = {}
         self._tokens: dict[int, tuple[str, ...]] = {}
@@ -73,10 +73,12 @@ class CollectiveCalls:
             if callee is None or not constants:
                 continue
             pruned.add(callee.qualname)
-            key = (callee.qualname, frozenset(constants.items()))
+            binding = self.reach.entry_binding(record, call, target)
+            key = (callee.qualname, frozenset(constants.items()), binding)
             if key not in self._pruned:
                 calls = list(_feasible_calls(callee.info.body, constants))
-                self._pruned[key] = _pairs(self.reach.events_of_calls(callee, calls))
+                events = self.reach.events_of_calls(callee, calls, binding=binding)
+                self._pruned[key] = _pairs(events)
             hop = Hop(record.qualname, record.path, call.line, edge_of(target))
             out.extend((site, [hop, *chain]) for site, chain in self._pruned[key])
         found = _pairs(self.reach.events_of_calls(record, [call]))
