@@ -72,14 +72,14 @@ class _SlotFlow:
         self.callers = callers
         self.memo_slots: dict[tuple[str, str], frozenset[str]] = {}
         self.memo_params: dict[tuple[str, str], tuple[Value, ...]] = {}
+        self.memo_local: dict[tuple[str, str], tuple[list[Value], list[tuple[str, str]]]] = {}
 
     def slot(self, cls: str, attr: str) -> set[str]:
         """The project functions a call of `attr` on an instance of `cls` (or of a class
         derived from it) runs, from the parameters its methods store into it."""
         key = (cls, attr)
         cached = self.memo_slots.get(key)
-        if cached is None:
-            self.memo_slots[key] = frozenset()  # a cycle adds nothing
+        if cached is None:  # nothing below asks for a slot again: no cycle to break here
             found: set[str] = set()
             if cls in self.p.classes:
                 for owner in dict.fromkeys(
@@ -94,43 +94,82 @@ class _SlotFlow:
 
     def parameter(self, owner: str, name: str) -> tuple[Value, ...]:
         """What the callers of `owner` pass for its parameter `name`, followed up the callers
-        where a caller hands on one of its own parameters."""
+        where a caller hands on one of its own parameters.
+
+        Hand-ons may form cycles (`ping(fn)` calls `pong(fn)`, which calls `ping(fn)`): what a
+        parameter holds is the union of what is passed directly to every parameter it is
+        handed on from, so the whole set reachable from it is walked, and only complete answers
+        are cached (a placeholder breaking the cycle would leave the half asked first
+        incomplete, the answer hanging on the order of the questions)."""
         key = (owner, name)
         cached = self.memo_params.get(key)
         if cached is not None:
             return cached
-        self.memo_params[key] = ()
-        info = self.p.functions[owner].info
-        found: list[Value] = []
-        for caller, site in self.callers.get(owner, ()):
-            operand = operand_for(site, info, name)
-            if operand is not None:
-                found.extend(self._passed(caller, operand, site))
-        result = tuple(dict.fromkeys(found))
+        found: dict[Value, None] = {}
+        seen = {key}
+        todo = [key]
+        while todo:
+            node = todo.pop()
+            complete = self.memo_params.get(node)
+            if complete is not None:  # all it is handed on from, already walked
+                found.update(dict.fromkeys(complete))
+                continue
+            values, onward = self._handed(node)
+            found.update(dict.fromkeys(values))
+            for further in onward:
+                if further not in seen:
+                    seen.add(further)
+                    todo.append(further)
+        result = tuple(found)
         self.memo_params[key] = result
         return result
 
-    def _passed(self, caller: str, operand: Operand, site: CallSite) -> list[Value]:
+    def _handed(self, key: tuple[str, str]) -> tuple[list[Value], list[tuple[str, str]]]:
+        """The values the callers of `key`'s function pass for its parameter themselves, and
+        the parameters of theirs (or of a function around them) they hand on for it."""
+        local = self.memo_local.get(key)
+        if local is None:
+            owner, name = key
+            info = self.p.functions[owner].info
+            values: list[Value] = []
+            onward: list[tuple[str, str]] = []
+            for caller, site in self.callers.get(owner, ()):
+                operand = operand_for(site, info, name)
+                if operand is not None:
+                    self._passed(caller, operand, site, values, onward)
+            local = self.memo_local[key] = (values, onward)
+        return local
+
+    def _passed(
+        self,
+        caller: str,
+        operand: Operand,
+        site: CallSite,
+        values: list[Value],
+        onward: list[tuple[str, str]],
+    ) -> None:
         record = self.p.functions[caller]
         if operand.keyword in ("*", "**"):
-            return []
+            return
         if operand.ref is not None:
             segs = operand.ref
-            values = list(self.r.evaluate(record, segs))
-            if len(segs) == 1:
-                owner = parameter_owner(self.p, caller, segs[0])
-                if owner is not None and (owner == caller or not values):
-                    values.extend(self.parameter(owner, segs[0]))
-            return values
+            found = list(self.r.evaluate(record, segs))
+            values.extend(found)
+            owner = parameter_owner(self.p, caller, segs[0]) if len(segs) == 1 else None
+            if owner is None or (owner != caller and found):
+                return
+            if _unbound(self.p, caller, owner, segs[0]):  # not rebound before it is handed on
+                onward.append((owner, segs[0]))
+            return
         if len(operand.calls) == 1 and not operand.reads:
             # `Wrapper(Model())`: the argument is what the call makes; `Wrapper(partial(f, x))`
             # holds what calling it runs, `f`.
             made = operand.calls[0]
             bound = self._partial_function(caller, made, site)
             if bound is not None:
-                return self._passed(caller, bound, site)
-            return list(self.r.call_results(record, made))
-        return []
+                self._passed(caller, bound, site, values, onward)
+                return
+            values.extend(self.r.call_results(record, made))
 
     def _partial_function(self, caller: str, made: Segs, site: CallSite) -> Operand | None:
         """The function `functools.partial(f, ...)` binds, for the nested call `made` of the
@@ -165,9 +204,27 @@ class _SlotFlow:
 def _stored_parameter(fn: FunctionRecord, stmt: Stmt) -> str | None:
     """The parameter `self.x = param` stores (a call of the attribute that resolves to a
     project function already, as through an annotation naming a project class, is left as
-    it is by `through_slots`)."""
+    it is by `through_slots`). Not where the method binds the name anywhere itself
+    (`model = model.module; self.model = model` stores what the method made of it, not what
+    its callers pass): whether a binding comes before the store, or around it in a loop, is
+    not told apart, so one after it counts too."""
     value = stmt.value
     if value[:1] != ("ref",) or len(value[1]) != 1:
         return None
     name = value[1][0]
+    if name in fn.info.bound:
+        return None
     return name if any(p.name == name for p in fn.info.params[1:]) else None
+
+
+def _unbound(program: Program, caller: str, owner: str, name: str) -> bool:
+    """Whether `name` read in `caller` is still `owner`'s parameter as its callers pass it:
+    neither `owner` nor any function from `caller` out to it binds the name itself."""
+    scope = caller
+    while True:
+        record = program.functions.get(scope)
+        if record is not None and name in record.info.bound:
+            return False
+        if scope == owner or ".<locals>." not in scope:
+            return scope == owner
+        scope = scope.rsplit(".<locals>.", 1)[0]

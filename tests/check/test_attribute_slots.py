@@ -201,3 +201,213 @@ def test_slot_edges_in_the_graph(program_of):
     program = program_of({"mod.py": HEAD + textwrap.dedent(LAYERS + ROUNDS)})
     assert "mod.Model.forward" in callees(program, "mod.Wrapper.__call__", "fallback")
     assert {"mod.reduce_step", "mod.gather_step"} <= callees(program, "mod.Plain.run", "fallback")
+
+
+REBOUND = """
+
+class Inner(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+class Wrapped(nn.Module):
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+
+    def forward(self, x):
+        torch.ones(1, device="cuda").item()
+        return self.module(x)
+
+
+class Engine:
+    def __init__(self, model):
+        model = model.module  # unwrapped: `self.model` holds the `Inner`, not the `Wrapped`
+        self.model = model
+
+    def event_loop(self):
+        while True:
+            y = self.model(torch.ones(1))
+            dist.all_reduce(y)
+
+
+def serve():
+    Engine(Wrapped(Inner())).event_loop()
+
+
+def reduce_step(x):
+    dist.all_reduce(x)
+
+
+class Augmented:
+    def __init__(self, fn):
+        fn += ()
+        self.fn = fn
+
+    def run(self, x):
+        return self.fn(x)
+
+
+class ForTarget:
+    def __init__(self, fn, fns=()):
+        for fn in fns:
+            pass
+        self.fn = fn
+
+    def run(self, x):
+        return self.fn(x)
+
+
+class WithTarget:
+    def __init__(self, fn):
+        with fn as fn:
+            pass
+        self.fn = fn
+
+    def run(self, x):
+        return self.fn(x)
+
+
+class Walrus:
+    def __init__(self, fn):
+        if (fn := fn.func) is None:
+            return
+        self.fn = fn
+
+    def run(self, x):
+        return self.fn(x)
+
+
+class Deleted:
+    def __init__(self, fn, drop=False):
+        if drop:
+            del fn  # what the name holds past here is not followed
+        self.fn = fn
+
+    def run(self, x):
+        return self.fn(x)
+
+
+class Caught:
+    def __init__(self, fn):
+        try:
+            fn.check()
+        except ValueError as fn:
+            pass
+        self.fn = fn
+
+    def run(self, x):
+        return self.fn(x)
+
+
+class Kept:
+    def __init__(self, fn, fns=()):
+        names = [fn for fn in fns]  # the comprehension's own `fn`
+        self.fn = fn
+        self.names = names
+
+    def run(self, x):
+        return self.fn(x)
+
+
+class Holder:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def run(self, x):
+        return self.fn(x)
+
+
+def hands_on_a_rebound_parameter(fn):
+    fn = fn.func
+    Holder(fn)
+
+
+def build():
+    Augmented(reduce_step)
+    ForTarget(reduce_step)
+    WithTarget(reduce_step)
+    Walrus(reduce_step)
+    Deleted(reduce_step)
+    Caught(reduce_step)
+    Kept(reduce_step)
+    hands_on_a_rebound_parameter(reduce_step)
+"""
+
+
+def test_a_parameter_rebound_before_the_store_is_no_slot(tmp_path: Path):
+    """`model = model.module; self.model = model` stores what the method made of its
+    parameter, not what its callers pass: the `Wrapped` the engine is given is not what
+    `self.model(...)` runs, so its `forward`'s `.item()` is not in the round. Any binding of
+    the name (assignment, augmented, for / with / except target, walrus, del) counts, as does
+    a caller handing on its own parameter after rebinding it.
+
+    Failed first: the finding at `Wrapped.forward`'s `.item()` (high confidence, reached by a
+    `fallback` edge from `Engine.event_loop`), and slot edges to `reduce_step` from every
+    rebinding class's `run`."""
+    _, result = _run(tmp_path, LAYERS + REBOUND, ["*.Engine.event_loop"])
+    assert not result.findings, "\n".join(f"{f.line}: {f.message}" for f in result.findings)
+
+
+def test_rebound_parameters_make_no_slot_edges(program_of):
+    program = program_of({"mod.py": HEAD + textwrap.dedent(LAYERS + REBOUND)})
+    assert "mod.Wrapped.forward" not in callees(program, "mod.Engine.event_loop")
+    for cls in ("Augmented", "ForTarget", "WithTarget", "Walrus", "Deleted", "Caught", "Holder"):
+        assert "mod.reduce_step" not in callees(program, f"mod.{cls}.run"), cls
+    # The comprehension binds its own `fn`: the method's is still the parameter.
+    assert "mod.reduce_step" in callees(program, "mod.Kept.run", "fallback")
+
+
+HANDED_AROUND = """
+def reduce_step(x):
+    dist.all_reduce(x)
+
+
+def gather_step(x):
+    dist.all_gather([x], x)
+
+
+class First:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def run(self, x):
+        return self.fn(x)
+
+
+class Second:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def run(self, x):
+        return self.fn(x)
+
+
+def ping(fn, n):
+    First(fn)
+    if n:
+        pong(fn, n - 1)
+
+
+def pong(fn, n):
+    Second(fn)
+    if n:
+        ping(fn, n - 1)
+
+
+def start():
+    ping(reduce_step, 3)
+    pong(gather_step, 3)
+"""
+
+
+def test_a_cycle_of_hand_ons_reaches_every_value_whatever_is_asked_first(program_of):
+    """`ping` and `pong` hand their `fn` to each other: each holds what either is passed, so
+    both slots run both functions. Failed first: the slot asked second missed the function
+    its half of the cycle was not passed directly (a result cached while the other half's
+    placeholder stood in for it)."""
+    program = program_of({"mod.py": HEAD + textwrap.dedent(HANDED_AROUND)})
+    for cls in ("First", "Second"):
+        assert {"mod.reduce_step", "mod.gather_step"} <= callees(
+            program, f"mod.{cls}.run", "fallback"
+        ), cls
