@@ -22,7 +22,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from rankguard.model.namespaces import dedupe, of_kind
-from rankguard.model.stores import subscript_root
+from rankguard.model.stores import bound_names, subscript_root
 from rankguard.model.values import BUILTIN_PREFIX, Value, external
 from rankguard.summary.ir import SUBSCRIPT, CallSite, Segs, Stmt, walk_statements
 
@@ -141,6 +141,23 @@ class LocalTypes:
         for name, values in assigned.items():
             table[name] = dedupe(values)  # empty: a local we cannot type, never the global
         return table
+
+    def returned_local(self, fn: FunctionRecord, name: str) -> list[Value]:
+        """The instances `return name` may give, `name` a plain local: what its table holds
+        (`opt = A()` in one branch, `opt = B()` in another), and for a parameter, which the
+        table types on entry only, what each assignment of it whole binds (`optimizer =
+        Zero(optimizer)`). The method's own receiver (`return self`) gives nothing here."""
+        params = fn.info.params
+        method = fn.info.cls and not fn.info.decorated("staticmethod")
+        receiver = params[0].name if params and method else None
+        if name == receiver or name not in bound_names(fn):
+            return []  # a global's value is not a local's
+        found = list(self.evaluate(fn, (name,)))
+        if any(p.name == name for p in params):
+            for stmt in of_kind(fn.info.body, "assign"):
+                if stmt.targets == ((name,),):
+                    found.extend(self._assigned_value(fn, stmt))
+        return [v for v in found if v.kind == "instance"]
 
     def _entered(self, fn: FunctionRecord, stmt: Stmt) -> list[Value]:
         """`with lib.manager(...) as cm`: a library's context manager is taken to give itself
