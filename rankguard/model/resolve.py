@@ -378,6 +378,9 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
                 values = self.evaluate(fn, shape[1])
                 found.extend(v for v in values if v.kind == "function")
                 found.extend(containers(values))
+                if len(shape[1]) == 1 and not fn.info.returns:
+                    # `opt = A()` / `opt = B()` in branches, then `return opt`: as `return A()`
+                    found.extend(self.returned_local(fn, shape[1][0], stmt))
             elif shape[0] == "literal" and shape[2] == "tuple":
                 # `return t, reqs`: what unpacking it binds (`_, reqs = f()`), marked so
                 # that a name bound to the whole tuple does not take it
