@@ -49,8 +49,9 @@ _INDEX_TEXT = re.compile(r"(?:^|\.)(?:current_device|get_device|current_device_i
 FACTORIES = frozenset(
     (
         "tensor", "zeros", "ones", "empty", "full", "arange", "frombuffer", "from_numpy",
-        "randn", "rand", "randint", "linspace", "eye", "IntTensor", "LongTensor", "FloatTensor",
-        "BoolTensor", "ByteTensor", "as_tensor", "zeros_like", "ones_like", "empty_like",
+        "randn", "rand", "randint", "linspace", "eye", "Tensor", "IntTensor", "LongTensor",
+        "FloatTensor", "BoolTensor", "ByteTensor", "HalfTensor", "DoubleTensor", "ShortTensor",
+        "CharTensor", "as_tensor", "zeros_like", "ones_like", "empty_like",
         "full_like",
     )
 )  # fmt: skip

@@ -344,3 +344,83 @@ def test_an_output_sized_by_device_data_waits_for_it(tmp_path: Path):
                 dist.barrier()
         """,
     )
+
+
+def test_copies_between_host_and_device_wait_for_the_stream(tmp_path: Path):
+    # `.to("cpu")` is `.cpu()`; `dst.copy_(src)` between the host and a device synchronises
+    # the stream unless `non_blocking=True`; the legacy `torch.Tensor(data)` builds on the
+    # host. A copy within one side waits for nothing.
+    findings = _assert_marked(
+        tmp_path,
+        """
+        def event_loop(ids, dev):
+            while True:
+                g = torch.zeros(4, device="cuda")
+                h = torch.zeros(4)
+                a = g.to("cpu")  # expect
+                k = g @ g
+                b = g.to(torch.device("cpu"), non_blocking=True)
+                c = h.to("cpu")
+                g.copy_(h)  # expect
+                k = g @ g
+                h.copy_(g)  # expect
+                k = g @ g
+                g.copy_(g @ g)
+                g.copy_(h, non_blocking=True)
+                h.copy_(torch.zeros(4))
+                legacy = torch.Tensor([1, 2]).to("cuda")  # expect
+                k = g @ g
+                m = g.to(dev.device)
+                dist.barrier()
+        """,
+    )
+    assert [f.extra["blocking"]["kind"] for f in findings] == [
+        "device-sync", "h2d-copy", "device-sync", "h2d-copy"
+    ]  # fmt: skip
+
+
+def test_a_summary_writer_flush_writes_its_file(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        from torch.utils.tensorboard import SummaryWriter
+
+        class Trainer:
+            def __init__(self):
+                self.writer = SummaryWriter("runs")
+
+            def event_loop(self):
+                while True:
+                    self.writer.flush()  # expect
+                    dist.barrier()
+        """,
+    )
+
+
+def test_an_assert_tests_and_a_formatted_tensor_is_read(tmp_path: Path):
+    # `assert t > 0` reads its test as `if` does; `f"{t:.4f}"` formats the tensor (its value is
+    # copied to the host to be printed: `Tensor.__format__` calls `.item()`), and so do `!s`
+    # and `!r`. A host value, or a device tensor's shape, prints without a device read.
+    _assert_marked(
+        tmp_path,
+        """
+        def event_loop(ids, log):
+            while True:
+                g = torch.zeros(4, device="cuda")
+                t = g.sum()
+                h = torch.zeros(4)
+                assert t > 0.0  # expect
+                k = g @ g
+                clip = 1.0 / (g.norm() + 1e-6)
+                if clip < 1:  # expect
+                    pass
+                k = g @ g
+                log(f"loss {t:0.4f}")  # expect
+                k = g @ g
+                log(f"grad {g!r}")  # expect
+                k = g @ g
+                log(f"{h} {g.shape} {len(ids)}")
+                assert h.sum() > 0
+                dist.barrier()
+        """,
+    )
