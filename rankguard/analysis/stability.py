@@ -116,12 +116,12 @@ class Stability:
 
         Decided only where every step is plain: the constructors run one after the other
         through a top-level `super().__init__()` (no base outside the program in between, which
-        may not hand on); the deciding store is a top-level statement, after which its
-        constructor stores the attribute no more and runs no `__init__`; no other part of
+        may not hand on); the deciding store is a top-level statement no early exit precedes,
+        after which its constructor stores it no more and runs no `__init__`; no other part of
         construction stores it (a helper, `__post_init__`, the constructor of a class derived
         from `cls`, whose object may be the receiver); and every derived class's own
-        constructor runs the one it inherits first (`super().__init__()` at its top level; a
-        decorated class, such as a dataclass, may have a generated one that does not)."""
+        constructor runs the one it inherits first (`super().__init__()` at its top level,
+        with no early exit before; a dataclass may have a generated one that does not)."""
         found = self._constants.get(cls)
         if found is None:
             found = self._constants[cls] = self._find_constants(cls)
@@ -152,7 +152,7 @@ class Stability:
             body = functions[init].info.body
             stored = {t[1] for stmt in walk_statements(body) for t in _self_stores(stmt)}
             for attr in sorted(stored - set(decided)):
-                tree = _decider(body, attr)
+                tree = None if functions[init].info.is_generator else _decider(body, attr)
                 decided[attr] = (tree, index) if tree else None
             if stored & {ANY_NAME, COMPUTED_NAME}:
                 break  # a name the data spells: what is stored here is not followed
@@ -428,8 +428,17 @@ _SUPER_INIT = ("super()", "__init__")
 
 def _hands_on(body: tuple[Stmt, ...]) -> bool:
     """A constructor runs the next one in the MRO whenever it runs: `super().__init__(...)`
-    as a statement at the top level of its body."""
-    return any(s.kind == "expr" and any(c.target == _SUPER_INIT for c in s.calls) for s in body)
+    as a statement at the top level of its body, no early exit before it (`if lazy: return`:
+    the bases' stores never run, and a class attribute may stand)."""
+    for index, stmt in enumerate(body):
+        if stmt.kind == "expr" and any(c.target == _SUPER_INIT for c in stmt.calls):
+            return not _may_leave(body[:index])
+    return False
+
+
+def _may_leave(body: tuple[Stmt, ...]) -> bool:
+    """An early exit anywhere in `body` (in a branch, loop, `try`): `return`, `raise`, `yield`."""
+    return any(s.kind in ("return", "raise") or s.yields for s in walk_statements(body))
 
 
 def _reruns(body: tuple[Stmt, ...]) -> bool:
@@ -440,14 +449,17 @@ def _reruns(body: tuple[Stmt, ...]) -> bool:
 
 def _decider(body: tuple[Stmt, ...], attr: str) -> Cond | None:
     """The literal constant (a tree) a constructor leaves in `self.<attr>`: its last statement
-    that stores it is a top-level `self.<attr> = <constant>`, and nothing after it runs an
-    `__init__` (a base's constructor, run later, would store it again)."""
+    that stores it is a top-level `self.<attr> = <constant>`, no early exit before it (`if
+    lazy: return` keeps the base's value), and nothing after it runs an `__init__` (a base's
+    constructor, run later, would store it again)."""
     names = {attr, ANY_NAME, COMPUTED_NAME}
     for index in range(len(body) - 1, -1, -1):
         stmt = body[index]
         if not any({t[1] for t in _self_stores(s)} & names for s in walk_statements((stmt,))):
             continue
         if stmt.kind != "assign" or stmt.targets != ((SELF, attr),) or not _constant(stmt.tree):
+            return None
+        if _may_leave(body[:index]):
             return None
         if any(c.target[-1:] == ("__init__",) for c in walk_calls(body[index + 1 :])):
             return None

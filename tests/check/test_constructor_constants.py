@@ -156,6 +156,22 @@ class Again(Pipe):
         self.flag = True
 """,
         ),
+        # a store inside `try` / `with`: an exception may skip it (and be suppressed)
+        ("try:\n            self.flag = False\n        except ValueError:\n            pass", ""),
+        ("with lock:\n            self.flag = False", ""),
+        # the constructor may return before the store: the base's value stands
+        ("if n:\n            return\n        self.flag = False", ""),
+        ("for _ in range(n):\n            return\n        self.flag = False", ""),
+        (
+            "try:\n            self.n = n\n        except ValueError:\n            return\n"
+            "        self.flag = False",
+            "",
+        ),
+        # a raise before the store (under a branch, or always): not followed
+        ("if n:\n            raise ValueError\n        self.flag = False", ""),
+        ("raise ValueError\n        self.flag = False", ""),
+        # a generator: calling it runs none of its body
+        ("if n:\n            yield\n        self.flag = False", ""),
     ],
     ids=[
         "branch",
@@ -171,6 +187,14 @@ class Again(Pipe):
         "dataclass-subclass",
         "subclass-reruns-base",
         "helper-writes",
+        "try",
+        "with",
+        "return-in-branch",
+        "return-in-loop",
+        "return-in-handler",
+        "raise-in-branch",
+        "raise",
+        "generator",
     ],
 )
 def test_unsure_constructor_values_decide_nothing(tmp_path: Path, assign: str, more: str):
@@ -250,4 +274,38 @@ def test_a_store_of_any_name_only_the_base_constructor_runs_comes_before(tmp_pat
 
 def test_a_store_of_any_name_after_the_subclass_store_decides_nothing(tmp_path: Path):
     code = _registering(_program(assign="self.flag = False\n        self._register(None)"))
+    assert _item_lines(tmp_path, code, ["*.Pipe.train_batch"]) == ["Pipe"]
+
+
+def test_a_return_after_the_store_keeps_the_constant(tmp_path: Path):
+    code = _program(assign="self.flag = False\n        if n:\n            return")
+    assert _item_lines(tmp_path, code, ["*.Pipe.train_batch"]) == []
+
+
+def test_a_base_constructor_returning_before_its_store_decides_nothing(tmp_path: Path):
+    """`Mid`'s store would decide `Pipe`'s round, but a lazy `Mid` returns before it, leaving
+    what `Base` stored."""
+    code = _program(assign="pass").replace(
+        "class Pipe(Base):",
+        """class Mid(Base):
+    def __init__(self, lazy=False):
+        super().__init__()
+        if lazy:
+            return
+        self.flag = False
+
+class Pipe(Mid):""",
+    )
+    assert _item_lines(tmp_path, code, ["*.Pipe.train_batch"]) == ["Pipe"]
+
+
+def test_a_constructor_returning_before_super_init_decides_nothing(tmp_path: Path):
+    """A lazy `Pipe` never runs `Base`'s constructor: `self.flag` is its class attribute."""
+    code = _program(assign="pass").replace("self.flag = True", "self.flag = False")
+    code = code.replace(
+        "class Pipe(Base):\n    def __init__(self, n):\n        super().__init__()",
+        "class Pipe(Base):\n    flag = True\n\n    def __init__(self, n):\n"
+        "        if n:\n            return\n        super().__init__()",
+    )
+    assert "flag = True\n\n    def __init__(self, n):\n        if n:" in code
     assert _item_lines(tmp_path, code, ["*.Pipe.train_batch"]) == ["Pipe"]
