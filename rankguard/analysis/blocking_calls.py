@@ -157,6 +157,18 @@ class CallClassifier:
         if entry is None:
             return None
         guard = entry.guard
+        if guard in _COPIES and self._to_host(call, stmt_calls, env):
+            # `.to("cpu")`, `h.copy_(d)`: `.cpu()` of what is copied
+            env = bound(call, env, known or {}, self.placement.attribute)
+            source = self._copied(call, stmt_calls, env)
+            entry = self.catalog.match(_TO_HOST_ENTRY)
+            if entry is None or source in HOST:
+                return None
+            guard = ""
+            if source == DEVICE:
+                confidence, note = "high", "the tensor is known to live on a device"
+            elif confidence != "low":  # a receiver typed by its method's name alone stays low
+                confidence, note = "medium", "the tensor's device is not known here"
         taken = (*guards,)
         if bounded(call, stmt_calls):
             return None
@@ -186,6 +198,15 @@ class CallClassifier:
             if copied is None:
                 return None
             confidence, note = copied
+        elif guard == "copy-across":
+            if (
+                _truthy(call.kwarg("non_blocking"))
+                or self._first_place(call, stmt_calls, env) != CPU
+            ):
+                return None
+            if receiver_fact(call, stmt_calls, env, self.placement.attribute) != DEVICE:
+                return None
+            confidence, note = "high", "a host tensor copied into a device tensor"
         elif guard == "zmq-flags":
             if flags_clear(call, known or {}):
                 return None
@@ -227,10 +248,9 @@ class CallClassifier:
         first = call.operands[0] if call.operands else None
         if first is None or first.keyword is not None:
             return None
+        place = self._first_place(call, stmt_calls, env)
         if first.ref is None:  # `bool(t.norm())`: where the one call it makes leaves its result
-            made = made_by(first, call, stmt_calls, env, self.placement.attribute)
-            return ("high", "the tensor is known to live on a device") if made == DEVICE else None
-        place = value_fact(first.ref, stmt_calls, call, env, self.placement.attribute)
+            return ("high", "the tensor is known to live on a device") if place == DEVICE else None
         if place == DEVICE:
             return "high", "the tensor is known to live on a device"
         if place in HOST or CALL in first.ref or SUBSCRIPT in first.ref:
@@ -239,6 +259,40 @@ class CallClassifier:
         if values and all(v.kind == "external" and v.name == _TENSOR for v in values):
             return "medium", "a tensor by its annotation; its device is not known here"
         return None
+
+    def _first_place(
+        self, call: CallSite, stmt_calls: Sequence[CallSite], env: Mapping[str, str]
+    ) -> str | None:
+        """Where the first positional argument lives: a reference's fact, or where the one call
+        that makes it leaves its result."""
+        first = call.operands[0] if call.operands else None
+        if first is None or first.keyword is not None:
+            return None
+        if first.ref is None:
+            return made_by(first, call, stmt_calls, env, self.placement.attribute)
+        return value_fact(first.ref, stmt_calls, call, env, self.placement.attribute)
+
+    def _to_host(
+        self, call: CallSite, stmt_calls: Sequence[CallSite], env: Mapping[str, str]
+    ) -> bool:
+        """A copy whose destination is the host: `.to("cpu")` (without `non_blocking=True`,
+        which returns before the data is there) or `h.copy_(src)` into a host tensor. Either
+        is `.cpu()` of what it copies (`_copied`) for what it waits on."""
+        if _truthy(call.kwarg("non_blocking")):
+            return False
+        if call.target[-1:] == ("copy_",):
+            return receiver_fact(call, stmt_calls, env, self.placement.attribute) == CPU
+        target = call.kwarg("device") or (call.args[0] if call.args else None)
+        made = produced(call, env, lambda: None) or self._device_held(target, env)
+        return made == CPU
+
+    def _copied(
+        self, call: CallSite, stmt_calls: Sequence[CallSite], env: Mapping[str, str]
+    ) -> str | None:
+        """Where the tensor a copy reads lives: `src` of `dst.copy_(src)`, else the receiver."""
+        if call.target[-1:] == ("copy_",):
+            return self._first_place(call, stmt_calls, env)
+        return receiver_fact(call, stmt_calls, env, self.placement.attribute)
 
     def lock_calls(
         self, record: FunctionRecord, stmt: Stmt, cadence: str | None
@@ -305,7 +359,7 @@ class CallClassifier:
     def truth_test(
         self, record: FunctionRecord, stmt: Stmt, env: Mapping[str, str], cadence: str | None
     ) -> BlockingCall | None:
-        """The test of an `if` / `while` reads a tensor known to live on a device: a
+        """The test of an `if` / `while` / `assert` reads a tensor known to live on a device: a
         reference, what a reduction or a value comparison makes of one (`torch.any(mask)`,
         `x.sum() > 0`), a search in one (`0 in x`), or any operand of `and`/`or` that does
         (`flag and torch.any(x)` reads it wherever `flag` holds); `x is None` tests the
@@ -320,14 +374,25 @@ class CallClassifier:
         return BlockingCall(
             entry.name, "", entry.kind, entry.reason, "high",
             "the tensor is known to live on a device",
-            f"{'while' if stmt.kind == 'loop' else 'if'} {stmt.text}:",
+            _test_text(stmt),
             record.path, stmt.line, 0, fn, (Hop(fn, record.path, stmt.line),), cadence,
         )  # fmt: skip
+
+
+def _test_text(stmt: Stmt) -> str:
+    if stmt.kind == "expr":
+        return f"assert {stmt.text}"
+    return f"{'while' if stmt.kind == 'loop' else 'if'} {stmt.text}:"
 
 
 _VALUE_COMPARISONS = frozenset(("==", "!=", "<", "<=", ">", ">="))
 # What a test computes from a tensor and reads as a truth: a reduction to one value.
 _REDUCTIONS = frozenset(("any", "all", "sum", "max", "min", "mean", "prod", "count_nonzero"))
+
+
+# Guards of copies that may run either way; one to the host is `.cpu()` (`_to_host`).
+_COPIES = frozenset(("host-to-device", "copy-across"))
+_TO_HOST_ENTRY = "torch.Tensor.cpu"
 
 
 def _truths(cond: Cond) -> Iterator[Cond]:
@@ -375,8 +440,8 @@ def _truthy(text: str | None) -> bool:
 
 
 def _designates(tree: Cond) -> bool:
-    """A device's name or handle (`"cuda"`, `torch.device("cuda")`): what is compared with one
-    names a device too, and a tensor never is."""
+    """A device's name or handle (`"cuda"`, `torch.device("cuda")`, a tensor's `x.device`):
+    what is compared with one names a device too, and a tensor never is."""
     if tree[0] == "const":
         return isinstance(tree[1], str)
-    return tree[0] == "call" and tree[1][-1:] == ("device",)
+    return tree[0] in ("call", "ref") and tree[1][-1:] == ("device",)

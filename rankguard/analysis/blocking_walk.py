@@ -136,7 +136,7 @@ class Walk:
             if self.loops:
                 self.loops[-1][0 if kind == "break" else 1].append(state)
             return None
-        if kind in ("if", "loop"):
+        if kind in ("if", "loop") or (kind == "expr" and stmt.cond):  # an `assert` tests too
             state = self.truth_test(stmt, state, cadence)
         if kind == "if":
             inner = (

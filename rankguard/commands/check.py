@@ -25,7 +25,7 @@ from rankguard.commands._shared import (
 from rankguard.core.errors import InputError
 from rankguard.core.findings import Finding
 from rankguard.pipelines.check import CheckOptions, CheckRun, run_check
-from rankguard.reports.baseline import judge, write_baseline
+from rankguard.reports.baseline import fingerprint_versions, judge, write_baseline
 from rankguard.reports.sarif import render
 from rankguard.reports.text import Style, render_text, use_colour
 from rankguard.rules.engine import choose
@@ -134,24 +134,28 @@ def run(args: argparse.Namespace) -> int:
         for found in run.discoveries:
             announce(found)
     if args.write_baseline is not None:
-        count = write_baseline(args.write_baseline, run.everything)
+        count = write_baseline(
+            args.write_baseline, run.everything, fingerprint_versions(rules.values())
+        )
         print(f"rankguard: wrote {count} fingerprint(s) to {args.write_baseline}", file=sys.stderr)
         print_errors(run.errors)
         return 2 if run.errors else 0
     if args.baseline is not None:
-        judge(run, args.baseline, args.strict_baseline)
-    _emit(args, run)
+        print_warnings(judge(run, args.baseline, args.strict_baseline))
+    _emit(args, run, fingerprint_versions(rules.values()))
     return run.exit_code()
 
 
-def _emit(args: argparse.Namespace, run: CheckRun) -> None:
+def _emit(args: argparse.Namespace, run: CheckRun, versions: dict[str, int]) -> None:
     result = run.result
     if args.format == "json":
         payload: dict[str, Any] = {
             "findings": [f.to_json() for f in result.findings],
             "errors": [e.to_json() for e in run.errors],
         }
-        if run.warnings:  # an extra field (DESIGN 4): rounds that reach no collective
+        if versions:  # an extra field: a saved output used as a baseline says what it holds
+            payload["fingerprint_versions"] = versions
+        if run.warnings:  # an extra field (DESIGN 4): rounds that reach no collective, ...
             payload["warnings"] = [w.to_json() for w in run.warnings]
         if args.show_suppressed:
             payload["suppressed"] = [

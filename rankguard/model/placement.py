@@ -49,8 +49,9 @@ _INDEX_TEXT = re.compile(r"(?:^|\.)(?:current_device|get_device|current_device_i
 FACTORIES = frozenset(
     (
         "tensor", "zeros", "ones", "empty", "full", "arange", "frombuffer", "from_numpy",
-        "randn", "rand", "randint", "linspace", "eye", "IntTensor", "LongTensor", "FloatTensor",
-        "BoolTensor", "ByteTensor", "as_tensor", "zeros_like", "ones_like", "empty_like",
+        "randn", "rand", "randint", "linspace", "eye", "Tensor", "IntTensor", "LongTensor",
+        "FloatTensor", "BoolTensor", "ByteTensor", "HalfTensor", "DoubleTensor", "ShortTensor",
+        "CharTensor", "as_tensor", "zeros_like", "ones_like", "empty_like",
         "full_like",
     )
 )  # fmt: skip
@@ -359,8 +360,21 @@ def of_segs(segs: Segs, env: Env, attrs: Attrs) -> str | None:
         segs = segs[:-1]
     if not segs or CALL in segs[-1:]:
         return None
-    found = env.get(".".join(segs)) or (attrs(segs[-1]) if len(segs) > 1 else None)
+    found = env.get(".".join(segs))
+    if found is None and len(segs) > 1 and segs[-1] == "device":
+        found = _device_attribute(segs[:-1], env, attrs)
+    found = found or (attrs(segs[-1]) if len(segs) > 1 else None)
     return found or by_name(segs[-1])
+
+
+def _device_attribute(owner: Segs, env: Env, attrs: Attrs) -> str | None:
+    """`ids.device` names where the tensor `ids` lives (`torch.tensor(x, device=ids.device)`
+    builds on the host when `ids` was made there): read before the program-wide placement of
+    every attribute called `device`, which says nothing of this tensor."""
+    if SUBSCRIPT in owner or CALL in owner:
+        return None
+    place = env.get(".".join(owner)) or (attrs(owner[-1]) if len(owner) > 1 else None)
+    return place if place in (CPU, DEVICE) else None
 
 
 def by_name(name: str) -> str | None:

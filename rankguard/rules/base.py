@@ -76,6 +76,10 @@ class Rule:
     instead: ClassVar[str] = ""  # use instead: the INVALID[0] example, repaired
     options: ClassVar[tuple[str, ...] | None] = None  # config keys and switches it reads
     fix: ClassVar[str | None] = None  # how `rankguard fix` repairs it; "" when it does not
+    # Raised when the rule's fingerprints change meaning (baselines written before it are
+    # named, not silently unmatched: `reports.baseline`); `fingerprint_change` says what changed.
+    fingerprint_version: ClassVar[int] = 1
+    fingerprint_change: ClassVar[str] = ""
     VALID: ClassVar[list[Example]] = []
     INVALID: ClassVar[list[Example]] = []
 

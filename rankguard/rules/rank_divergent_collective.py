@@ -3,6 +3,13 @@
 Ranks must never disagree on which collectives they enter. One finding per call that enters a
 collective (directly or through a wrapper) under a condition computed from rank-local data, at
 the call's line, naming the condition and the nearest rank-local source with its chain.
+
+The fingerprint names the site, not the evidence: the function, the call (its text and its
+place among identical calls there), what it enters, and the guard (kind and text). The varying
+sources are evidence, listed in the finding (the nearest in the message); which one is nearest
+changes as the model learns, and that must not make a baselined site look new. Fingerprints of
+this rule before `fingerprint_version` 2 included the nearest source (`reports.baseline` warns
+about baselines written then).
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from typing import Any, ClassVar
 from rankguard.analysis.uniformity import DivergentCall, find_divergent_calls
 from rankguard.core.findings import Finding, fingerprint
 from rankguard.rules.base import Example, Invalid, Rule, RuleContext, Valid
+from rankguard.summary.ir import CallSite, Stmt, walk_calls
 
 _HEAD = """\
 import os, random, time
@@ -43,6 +51,8 @@ _INIT = (
 class RankDivergentCollective(Rule):
     name = "rank-divergent-collective"
     code = "RG102"
+    fingerprint_version = 2
+    fingerprint_change = "keyed by the call site, no longer by the varying source it names"
     description = "A collective whose reachability in a round depends on rank-local data."
     help = (
         "Every rank of a group must enter the same collectives in the same order. A condition "
@@ -283,12 +293,29 @@ def _finding(rule: str, item: DivergentCall) -> Finding:
     extra["chain"] = [hop.to_json() for hop in item.reached_by] + [
         {"function": item.function.qualname, "path": item.function.path, "line": item.call.line}
     ]
+    text = call_text(item.call)
     key = fingerprint(
         rule,
         item.function.qualname,
+        text,
+        str(ordinal(item.function.info.body, item.call, text)),
         item.callee,
+        guard.kind,
         guard.stmt.text,
-        source.kind,
-        source.text,
     )
     return Finding(item.function.path, item.call.line, rule, message, key, extra)
+
+
+def call_text(call: CallSite) -> str:
+    """A call as written, without its position: `dist.all_reduce(t, op=MIN)` (arguments as the
+    summary keeps them, shortened)."""
+    args = [*call.args, *(f"{k}={v}" if k != "**" else f"**{v}" for k, v in call.kwargs)]
+    return f"{call.text}({', '.join(args)})"
+
+
+def ordinal(body: tuple[Stmt, ...], call: CallSite, text: str) -> int:
+    """How many calls written `text` come before `call` in the function: two identical calls
+    under one guard stay two sites, and neither's identity depends on the other being a
+    finding (the model may stop reporting one) or on the lines above them."""
+    here = (call.line, call.col)
+    return sum(1 for c in walk_calls(body) if (c.line, c.col) < here and call_text(c) == text)

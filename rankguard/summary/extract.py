@@ -347,7 +347,8 @@ class _Builder:
         if isinstance(node, (ast.Assert, ast.Delete)):  # an assert's message: `Reads`
             r = self._expr(node) if isinstance(node, ast.Assert) else self._exprs(node.targets)
             test = condition(node.test, reference) if isinstance(node, ast.Assert) else ()
-            return Stmt("expr", line, tuple(r.calls), reads=tuple(r.reads), cond=test)
+            text = short_text(node.test) if isinstance(node, ast.Assert) else ""
+            return Stmt("expr", line, tuple(r.calls), reads=tuple(r.reads), cond=test, text=text)
         return Stmt("pass", line)
 
     def decorators_applied(

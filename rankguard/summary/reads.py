@@ -32,6 +32,10 @@ def is_literal(node: ast.AST | None) -> bool:
     )
 
 
+# `f"{x!s}"`, `f"{x!r}"`, `f"{x!a}"`: the conversion a formatted value names.
+_CONVERSIONS = {ord("s"): "str", ord("r"): "repr", ord("a"): "ascii"}
+
+
 class Reads(ast.NodeVisitor):
     """Collects, in evaluation order, the calls and maximal references of an expression."""
 
@@ -91,6 +95,30 @@ class Reads(ast.NodeVisitor):
             )
         )
         self._spans.append((first_read, len(self.reads), first_call))
+
+    def visit_FormattedValue(self, node: ast.FormattedValue) -> None:
+        """`f"{t:.4f}"` calls `format(t, spec)` (`str(t)` with `!s`, `repr(t)` with `!r`):
+        made a call here, so a value that must be copied to the host to be printed (a device
+        tensor's) is read where the string is built."""
+        value = node.value
+        first_read, first_call = len(self.reads), len(self.calls)
+        operand = self._operand(None, value)
+        name = _CONVERSIONS.get(node.conversion, "format")
+        self.calls.append(
+            CallSite(
+                (name,),
+                value.lineno,
+                value.col_offset,
+                (short_text(value),),
+                deferred=self._deferred > 0,
+                operands=(operand,),
+                bound=tuple(self._bound),
+                under=tuple(self._under),
+            )
+        )
+        self._spans.append((first_read, len(self.reads), first_call))
+        if node.format_spec is not None:
+            self.visit(node.format_spec)
 
     def _operand(self, keyword: str | None, node: ast.expr) -> Operand:
         """Visit one argument and say what it read and called (the slices it appended)."""

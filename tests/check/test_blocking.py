@@ -52,6 +52,9 @@ KINDS = {
     "open": "f = open('x')",
     "path": "import pathlib; t = pathlib.Path('x').read_text()",
     "json-dump": "import json; json.dump({}, f)",
+    "tensor-file": "from safetensors.torch import load_file; sd = load_file('x')",
+    "tensor-file-open": "import safetensors; f = safetensors.safe_open('x', 'pt')",
+    "array-file": "import numpy as np; a = np.load('x')",
     "subprocess": "out = subprocess.check_output(['ls'])",
     "gc": "gc.collect()",
 }

@@ -44,16 +44,17 @@ def test_to_a_dtype_keeps_placement_and_to_a_device_moves_it(tmp_path: Path):
         def event_loop(n, other):
             while True:
                 dev = torch.ones(n, device="cuda")
-                lut = dev.detach().to("cpu").to(torch.int64)
+                lut = dev.detach().to("cpu").to(torch.int64)  # expect
                 a = lut[0].item()
-                b = dev.to(device="cpu").tolist()
+                b = dev.to(device="cpu").tolist()  # expect
                 c = torch.zeros(n).to(dtype=torch.float32).tolist()
                 d = dev.to(torch.int64).tolist()  # expect
                 e = torch.zeros(n).to(dev, non_blocking=True).tolist()  # expect
                 f = torch.zeros(n).to(other, non_blocking=True).tolist()  # expect
                 dist.barrier()
         """,
-    )  # non_blocking: the copies themselves do not wait (test_wait_catalog covers those that do)
+    )  # `.to("cpu")` is `.cpu()`: the copy waits, what is read from its result does not;
+    # non_blocking: the copies themselves do not wait (test_wait_catalog covers those that do)
 
 
 def test_an_assert_or_branch_on_a_tensors_device_places_it(tmp_path: Path):

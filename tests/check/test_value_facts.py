@@ -25,7 +25,7 @@ def test_attributes_are_placed_by_every_assignment_in_the_program(tmp_path: Path
                 self.mixed = torch.zeros(n)
 
             def refresh(self, other):
-                self.lens_cpu = other.to("cpu")
+                self.lens_cpu = other.to("cpu")  # expect: handed `b.lens`, a device tensor
                 self.mixed = other
 
         def event_loop(b: Batch):
@@ -39,7 +39,7 @@ def test_attributes_are_placed_by_every_assignment_in_the_program(tmp_path: Path
         """,
     )
     confidence = {f.line: f.extra["confidence"] for f in findings}
-    assert sorted(confidence.values()) == ["high", "medium"]
+    assert sorted(confidence.values()) == ["high", "high", "medium"]
 
 
 def test_methods_keep_or_move_placement(tmp_path: Path):

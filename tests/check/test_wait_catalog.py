@@ -161,6 +161,41 @@ def test_a_copy_to_a_device_the_model_cannot_name_is_reported_at_low(tmp_path: P
     assert all(f.extra["blocking"]["kind"] == "h2d-copy" for f in findings), confidence
 
 
+def test_a_device_named_by_a_tensor_is_where_that_tensor_lives(tmp_path: Path):
+    # `device=ids.device` builds where `ids` lives: on the host when the caller made `ids` there
+    # (passed by keyword, through a static method, then positionally), so neither the factory
+    # nor `.to(ids.device)` copies anything; a tensor made on the device names the device (high),
+    # one the model cannot place stays low.
+    findings = _assert_marked(
+        tmp_path,
+        """
+        def rope(ids=None, **kwargs):
+            deltas = torch.tensor([1, 2], device=ids.device)
+            pos = torch.arange(4).to(ids.device)
+            return deltas, pos
+
+        class Emb:
+            @staticmethod
+            def index(a, ids=None, **kwargs):
+                return rope(ids)
+
+        def compute(ids):
+            t = torch.tensor(ids, dtype=torch.long).unsqueeze(0)
+            return Emb.index(1, ids=t)
+
+        def event_loop(ids, unplaced):
+            while True:
+                compute(ids)
+                g = torch.zeros(4, device="cuda")
+                a = torch.tensor([1, 2], device=g.device)  # expect
+                k = g @ g
+                b = torch.tensor([1, 2], device=unplaced.device)  # expect
+                dist.barrier()
+        """,
+    )
+    assert sorted(f.extra["confidence"] for f in findings) == ["high", "low"]
+
+
 def test_a_blocking_copy_of_a_host_tensor_to_a_device_waits_for_the_stream(tmp_path: Path):
     # `.to(device)` / `.cuda()` of a host tensor without `non_blocking=True` synchronises the
     # current stream after the copy (every kernel queued before it); with `non_blocking=True`,
@@ -280,6 +315,112 @@ def test_a_zero_sleep_yields_and_does_not_wait(tmp_path: Path):
                 time.sleep(0.0)
                 time.sleep(pause)  # expect
                 time.sleep(0.5)  # expect
+                dist.barrier()
+        """,
+    )
+
+
+def test_an_output_sized_by_device_data_waits_for_it(tmp_path: Path):
+    # `nonzero`, `unique`, `masked_select` size their output by the tensor's contents, so on a
+    # device tensor the host reads the count back first (PyTorch's sync debug mode lists
+    # them); on a host tensor they read nothing from a device.
+    _assert_marked(
+        tmp_path,
+        """
+        def event_loop(ids):
+            while True:
+                g = torch.zeros(4, device="cuda")
+                h = torch.zeros(4)
+                a = g.nonzero()  # expect
+                k = g @ g
+                b = torch.unique(g)  # expect
+                k = g @ g
+                c = torch.masked_select(g, g > 0)  # expect
+                k = g @ g
+                d = torch.nonzero(g, as_tuple=True)  # expect
+                k = g @ g
+                e = h.nonzero()
+                f = torch.unique(h)
+                dist.barrier()
+        """,
+    )
+
+
+def test_copies_between_host_and_device_wait_for_the_stream(tmp_path: Path):
+    # `.to("cpu")` is `.cpu()`; `dst.copy_(src)` between the host and a device synchronises
+    # the stream unless `non_blocking=True`; the legacy `torch.Tensor(data)` builds on the
+    # host. A copy within one side waits for nothing.
+    findings = _assert_marked(
+        tmp_path,
+        """
+        def event_loop(ids, dev):
+            while True:
+                g = torch.zeros(4, device="cuda")
+                h = torch.zeros(4)
+                a = g.to("cpu")  # expect
+                k = g @ g
+                b = g.to(torch.device("cpu"), non_blocking=True)
+                c = h.to("cpu")
+                g.copy_(h)  # expect
+                k = g @ g
+                h.copy_(g)  # expect
+                k = g @ g
+                g.copy_(g @ g)
+                g.copy_(h, non_blocking=True)
+                h.copy_(torch.zeros(4))
+                legacy = torch.Tensor([1, 2]).to("cuda")  # expect
+                k = g @ g
+                m = g.to(dev.device)
+                dist.barrier()
+        """,
+    )
+    assert [f.extra["blocking"]["kind"] for f in findings] == [
+        "device-sync", "h2d-copy", "device-sync", "h2d-copy"
+    ]  # fmt: skip
+
+
+def test_a_summary_writer_flush_writes_its_file(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        from torch.utils.tensorboard import SummaryWriter
+
+        class Trainer:
+            def __init__(self):
+                self.writer = SummaryWriter("runs")
+
+            def event_loop(self):
+                while True:
+                    self.writer.flush()  # expect
+                    dist.barrier()
+        """,
+    )
+
+
+def test_an_assert_tests_and_a_formatted_tensor_is_read(tmp_path: Path):
+    # `assert t > 0` reads its test as `if` does; `f"{t:.4f}"` formats the tensor (its value is
+    # copied to the host to be printed: `Tensor.__format__` calls `.item()`), and so do `!s`
+    # and `!r`. A host value, or a device tensor's shape, prints without a device read.
+    _assert_marked(
+        tmp_path,
+        """
+        def event_loop(ids, log):
+            while True:
+                g = torch.zeros(4, device="cuda")
+                t = g.sum()
+                h = torch.zeros(4)
+                assert t > 0.0  # expect
+                k = g @ g
+                clip = 1.0 / (g.norm() + 1e-6)
+                if clip < 1:  # expect
+                    pass
+                k = g @ g
+                log(f"loss {t:0.4f}")  # expect
+                k = g @ g
+                log(f"grad {g!r}")  # expect
+                k = g @ g
+                log(f"{h} {g.shape} {len(ids)}")
+                assert h.sum() > 0
                 dist.barrier()
         """,
     )

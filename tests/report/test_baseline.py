@@ -115,6 +115,69 @@ def test_strict_baseline_fails_on_entries_that_no_longer_occur(capsys, project: 
     assert code == 0 and payload["stale_baseline"] == []
 
 
+GATE = """
+import time
+
+import torch.distributed as dist
+
+
+def gate_loop():
+    while True:
+        if time.time() > 10:
+            dist.barrier()
+"""
+DIVERGENT = "rank-divergent-collective"
+
+
+def _as_before_site_keys(text: str) -> str:
+    """A baseline as rankguard wrote it before rank-divergent fingerprints named the site: no
+    versions line, and (a source in the key) other fingerprints for that rule's findings."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        if line.startswith("# fingerprint versions:"):
+            continue
+        if f" {DIVERGENT} " in line:
+            line = "0" * 20 + line[20:]
+        out.append(line)
+    return "".join(out)
+
+
+def test_a_baseline_from_before_a_fingerprint_change_is_named(capsys, project: Path):
+    write_tree(project, {"pkg/gate.py": GATE})
+    (project / "pyproject.toml").write_text(CONFIG.replace('"*.event_loop"', '"*_loop"'))
+    base = project / "baseline.txt"
+    assert main(["check", "--no-cache", "--write-baseline", str(base)]) == 0
+    written = base.read_text()
+    assert f"# fingerprint versions: {DIVERGENT}=2" in written
+    code, payload = check(capsys, "--baseline", str(base), "--strict-baseline")
+    assert code == 0 and "warnings" not in payload
+    # The same findings against the old file: they are new, and the run says why.
+    base.write_text(_as_before_site_keys(written))
+    code = main(["check", "--format", "json", "--no-cache", "--baseline", str(base)])
+    out, err = capsys.readouterr()
+    payload = json.loads(out)
+    assert code == 1 and [f["rule"] for f in payload["findings"]] == [DIVERGENT]
+    assert f"{DIVERGENT} (RG102)" in err and "--write-baseline" in err
+    (warning,) = payload["warnings"]
+    assert warning["path"] == str(base) and "1 entry" in warning["message"]
+    # Its entries of that rule cannot match: they are not called fixed.
+    code, payload = check(capsys, "--baseline", str(base), "--strict-baseline")
+    assert payload["stale_baseline"] == []
+    # A rule that did not run is not judged; a JSON baseline says its versions too.
+    code, payload = check(capsys, "--baseline", str(base), "--select", "blocking-before-collective")
+    assert code == 0 and "warnings" not in payload
+    _, everything = check(capsys)
+    assert everything["fingerprint_versions"] == {DIVERGENT: 2}
+    saved = project / "findings.json"
+    saved.write_text(json.dumps(everything))
+    code, payload = check(capsys, "--baseline", str(saved))
+    assert code == 0 and "warnings" not in payload
+    del everything["fingerprint_versions"]
+    saved.write_text(json.dumps(everything))
+    code, payload = check(capsys, "--baseline", str(saved))
+    assert code == 0 and "1 entry" in payload["warnings"][0]["message"]
+
+
 def test_bad_baselines_are_input_errors(capsys, project: Path):
     bad = project / "bad.txt"
     bad.write_text("not-a-fingerprint rule path\n")
