@@ -22,7 +22,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from rankguard.model.namespaces import dedupe, of_kind
-from rankguard.model.stores import subscript_root
+from rankguard.model.stores import ADDS, MERGES, subscript_root
 from rankguard.model.values import BUILTIN_PREFIX, Value, external
 from rankguard.summary.ir import SUBSCRIPT, CallSite, Segs, Stmt, walk_statements
 
@@ -152,10 +152,11 @@ class LocalTypes:
         return [v for v in values if v.kind == "external" and _holdable(v)]
 
     def _added(self, fn: FunctionRecord, call: CallSite) -> list[Value]:
-        """What a container method call adds to its receiver, as elements (`items`)."""
-        method = call.target[1]
-        position = _ADDS.get(method)
-        merged = method in _MERGES
+        """What a container method call adds to its receiver (`xs.append(v)`, and
+        `self.xs.append(v)` for an attribute), as elements (`items`)."""
+        method = call.target[-1]
+        position = ADDS.get(method)
+        merged = method in MERGES
         if position is None and not merged:
             return []
         positional = [o for o in call.operands if o.keyword is None]
@@ -177,10 +178,8 @@ class LocalTypes:
         return []
 
 
-# Container methods that add an element (the position of the argument added) and that add
-# every element of their argument; that take an element out; that give a view of the elements.
-_ADDS = {"append": 0, "add": 0, "appendleft": 0, "insert": 1, "setdefault": 1}
-_MERGES = frozenset(("extend", "update"))
+# Container methods that take an element out; that give a view of the elements (those that
+# add one are `model.stores.ADDS` and `MERGES`).
 TAKES = ("pop", "popleft", "get", "setdefault")
 VIEWS = ("values", "copy")
 TUPLE = "tuple"  # a container returned inside a tuple: bound by unpacking only

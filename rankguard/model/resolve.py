@@ -72,6 +72,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
         self._module_value: dict[tuple[str, str], tuple[Value, ...]] = {}
         self._attr_types: dict[tuple[str, str], AttrEntry] = {}
         self._own_stores: dict[str, dict] = {}
+        self._own_fills: dict[str, dict] = {}
         self._made_from: dict[tuple[str, str], list] = {}
         self._local_types: dict[str, dict[str, list]] = {}
         self._returns: dict[str, tuple[Value, ...] | object] = {}
@@ -378,6 +379,12 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
                 values = self.evaluate(fn, shape[1])
                 found.extend(v for v in values if v.kind == "function")
                 found.extend(containers(values))
+            elif stmt.tree[:1] == ("ref",) and stmt.tree[1][-1:] == (SUBSCRIPT,):
+                # `return self.timers[name]`: a registry hands out one of its elements, known
+                # by what was filed into it (`model.stores`): its instances, as for
+                # `return self.timers.get(name)`.
+                values = self.evaluate(fn, stmt.tree[1])
+                found.extend(v for v in values if v.kind == "instance")
             elif shape[0] == "literal" and shape[2] == "tuple":
                 # `return t, reqs`: what unpacking it binds (`_, reqs = f()`), marked so
                 # that a name bound to the whole tuple does not take it
