@@ -176,13 +176,18 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
         return tuple(out)
 
     # -- evaluation -------------------------------------------------------------
-    def evaluate(self, fn: FunctionRecord, segs: Segs) -> tuple[Value, ...]:
-        """Every value the reference `segs` may have inside `fn`."""
+    def evaluate(
+        self, fn: FunctionRecord, segs: Segs, scope: Scope | None = None
+    ) -> tuple[Value, ...]:
+        """Every value the reference `segs` may have inside `fn` (with the names of `scope`,
+        a comprehension's variables, bound as it says)."""
         if not segs or segs[0] == OPAQUE:
             return ()
         head = segs[0]
         if head == "<str>":
             values: tuple[Value, ...] = (_builtin_instance("str"),)
+        elif scope and head in scope:
+            values = scope[head]
         else:
             values = self._super(fn) if head == "super()" else self.lookup(fn, head)
         skip = False
@@ -223,6 +228,24 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
 
     def call_results(self, fn: FunctionRecord, segs: Segs) -> tuple[Value, ...]:
         return self.evaluate(fn, (*segs, CALL)) if segs else ()
+
+    def comprehension_scope(self, fn: FunctionRecord, call: CallSite) -> Scope | None:
+        """The variables of the comprehensions a call is inside (`[et.get() for et in
+        self.event_timers]`), each an element of what it iterates, in order, so a later one
+        may iterate an earlier one. A variable iterating something unknown, or unpacked, is
+        bound to nothing known: it shadows a local or global of its name, as a local we cannot
+        type does, and the call is then resolved as an untyped one."""
+        if not call.target or all(name != call.target[0] for name, _ in call.bound):
+            return None
+        scope: Scope = {}
+        for name, tree in call.bound:
+            iterated: tuple[Value, ...] = ()
+            if tree[:1] == ("ref",):
+                iterated = self.evaluate(fn, tree[1], scope)
+            elif tree[:1] == ("call",) and len(tree) == 4:  # `d.values()`, not `f().m()`
+                iterated = self.evaluate(fn, (*tree[1], CALL), scope)
+            scope[name] = dedupe(e for v in iterated for e in self.elements(v))
+        return scope
 
     def _super(self, fn: FunctionRecord) -> tuple[Value, ...]:
         if not fn.info.cls:
@@ -414,7 +437,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
     def call_targets(self, fn: FunctionRecord, call: CallSite) -> list[Target]:
         kind = "callback" if call.deferred else "call"
         targets: list[Target] = []
-        for value in self.evaluate(fn, call.target):
+        for value in self.evaluate(fn, call.target, self.comprehension_scope(fn, call)):
             if value.kind == "function":
                 guess = value.via == NAMED and kind == "call"  # a method named at run time
                 edge = "fallback" if guess else kind
@@ -465,6 +488,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
         return sorted({v.name for v in self.evaluate(fn, segs) if v.kind == "function"})
 
 
+Scope = dict[str, tuple[Value, ...]]  # names bound inside an expression: their values
 _OPEN_CLASSES = frozenset(("cls", "self", "type", "super()"))
 _UNTYPED = (BUILTIN_PREFIX, "typing.")  # an element of these is known only through `items`
 _CONTEXT_MANAGERS = ("contextmanager", "asynccontextmanager")
