@@ -22,7 +22,16 @@ from rankguard.model.cycles import Cycles
 from rankguard.model.decorators import Decorators
 from rankguard.model.enums import Enums
 from rankguard.model.hierarchy import Hierarchy
-from rankguard.model.localtypes import ELEMENT, TAKES, TUPLE, VIEWS, LocalTypes, containers, element
+from rankguard.model.localtypes import (
+    ELEMENT,
+    TAKES,
+    TUPLE,
+    VIEWS,
+    LocalTypes,
+    Scope,
+    containers,
+    element,
+)
 from rankguard.model.named import NAMED, computed_attribute, forwarded
 from rankguard.model.namespaces import ModuleNamespaces, dedupe, of_kind
 from rankguard.model.records import FunctionRecord, Target
@@ -228,24 +237,6 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
 
     def call_results(self, fn: FunctionRecord, segs: Segs) -> tuple[Value, ...]:
         return self.evaluate(fn, (*segs, CALL)) if segs else ()
-
-    def comprehension_scope(self, fn: FunctionRecord, call: CallSite) -> Scope | None:
-        """The variables of the comprehensions a call is inside (`[et.get() for et in
-        self.event_timers]`), each an element of what it iterates, in order, so a later one
-        may iterate an earlier one. A variable iterating something unknown, or unpacked, is
-        bound to nothing known: it shadows a local or global of its name, as a local we cannot
-        type does, and the call is then resolved as an untyped one."""
-        if not call.target or all(name != call.target[0] for name, _ in call.bound):
-            return None
-        scope: Scope = {}
-        for name, tree in call.bound:
-            iterated: tuple[Value, ...] = ()
-            if tree[:1] == ("ref",):
-                iterated = self.evaluate(fn, tree[1], scope)
-            elif tree[:1] == ("call",) and len(tree) == 4:  # `d.values()`, not `f().m()`
-                iterated = self.evaluate(fn, (*tree[1], CALL), scope)
-            scope[name] = dedupe(e for v in iterated for e in self.elements(v))
-        return scope
 
     def _super(self, fn: FunctionRecord) -> tuple[Value, ...]:
         if not fn.info.cls:
@@ -488,7 +479,6 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
         return sorted({v.name for v in self.evaluate(fn, segs) if v.kind == "function"})
 
 
-Scope = dict[str, tuple[Value, ...]]  # names bound inside an expression: their values
 _OPEN_CLASSES = frozenset(("cls", "self", "type", "super()"))
 _UNTYPED = (BUILTIN_PREFIX, "typing.")  # an element of these is known only through `items`
 _CONTEXT_MANAGERS = ("contextmanager", "asynccontextmanager")
