@@ -12,8 +12,10 @@ returned tuple are bound where the tuple is unpacked (`_, reqs = f()`), not wher
 whole. A local made from another local is read after the table holds that local (the table is
 built once otherwise, every assignment read against the parameters alone), twice, so that a
 handle taken from a list filled from another helper's dict is known. Only containers and
-elements taken out are learned so: nothing else of a local read from another changes. A mixin
-of the resolver.
+elements taken out are learned so: nothing else of a local read from another changes. A
+comprehension's variables are locals of the expression alone: each is an element of what it
+iterates, bound where a call inside it is resolved (`comprehension_scope`). A mixin of the
+resolver.
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from rankguard.model.namespaces import dedupe, of_kind
-from rankguard.model.stores import bound_names, subscript_root
+from rankguard.model.stores import ADDS, MERGES, bound_names, subscript_root
 from rankguard.model.values import BUILTIN_PREFIX, Value, external
-from rankguard.summary.ir import SUBSCRIPT, CallSite, Segs, Stmt, walk_statements
+from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt, walk_statements
 
 if TYPE_CHECKING:
     from rankguard.model.records import FunctionRecord
@@ -40,7 +42,9 @@ class LocalTypes:
     def _value_of(self, fn: FunctionRecord, stmt: Stmt, shape: tuple[Any, ...]) -> list[Value]:
         raise NotImplementedError
 
-    def evaluate(self, fn: FunctionRecord, segs: Segs) -> tuple[Value, ...]:
+    def evaluate(
+        self, fn: FunctionRecord, segs: Segs, scope: Scope | None = None
+    ) -> tuple[Value, ...]:
         raise NotImplementedError
 
     def call_results(self, fn: FunctionRecord, segs: Segs) -> tuple[Value, ...]:
@@ -173,6 +177,24 @@ class LocalTypes:
                     found.extend(self._assigned_value(fn, stmt))
         return [v for v in found if v.kind == "instance"]
 
+    def comprehension_scope(self, fn: FunctionRecord, call: CallSite) -> Scope | None:
+        """The variables of the comprehensions a call is inside (`[et.get() for et in
+        self.event_timers]`), each an element of what it iterates, in order, so a later one
+        may iterate an earlier one. A variable iterating something unknown, or unpacked, is
+        bound to nothing known: it shadows a local or global of its name, as a local we cannot
+        type does, and the call is then resolved as an untyped one."""
+        if not call.target or all(name != call.target[0] for name, _ in call.bound):
+            return None
+        scope: Scope = {}
+        for name, tree in call.bound:
+            iterated: tuple[Value, ...] = ()
+            if tree[:1] == ("ref",):
+                iterated = self.evaluate(fn, tree[1], scope)
+            elif tree[:1] == ("call",) and len(tree) == 4:  # `d.values()`, not `f().m()`
+                iterated = self.evaluate(fn, (*tree[1], CALL), scope)
+            scope[name] = dedupe(e for v in iterated for e in self.elements(v))
+        return scope
+
     def _entered(self, fn: FunctionRecord, stmt: Stmt) -> list[Value]:
         """`with lib.manager(...) as cm`: a library's context manager is taken to give itself
         (its `__enter__` returns self, as a file, a lock or a coalescing manager does), so
@@ -183,10 +205,11 @@ class LocalTypes:
         return [v for v in values if v.kind == "external" and _holdable(v)]
 
     def _added(self, fn: FunctionRecord, call: CallSite) -> list[Value]:
-        """What a container method call adds to its receiver, as elements (`items`)."""
-        method = call.target[1]
-        position = _ADDS.get(method)
-        merged = method in _MERGES
+        """What a container method call adds to its receiver (`xs.append(v)`, and
+        `self.xs.append(v)` for an attribute), as elements (`items`)."""
+        method = call.target[-1]
+        position = ADDS.get(method)
+        merged = method in MERGES
         if position is None and not merged:
             return []
         positional = [o for o in call.operands if o.keyword is None]
@@ -208,10 +231,9 @@ class LocalTypes:
         return []
 
 
-# Container methods that add an element (the position of the argument added) and that add
-# every element of their argument; that take an element out; that give a view of the elements.
-_ADDS = {"append": 0, "add": 0, "appendleft": 0, "insert": 1, "setdefault": 1}
-_MERGES = frozenset(("extend", "update"))
+Scope = dict[str, tuple[Value, ...]]  # names bound inside an expression: their values
+# Container methods that take an element out; that give a view of the elements (those that
+# add one are `model.stores.ADDS` and `MERGES`).
 TAKES = ("pop", "popleft", "get", "setdefault")
 VIEWS = ("values", "copy")
 TUPLE = "tuple"  # a container returned inside a tuple: bound by unpacking only
