@@ -96,11 +96,20 @@ def stored_wild(target: Segs) -> Segs | None:
     return None
 
 
-def own(record: FunctionRecord, found: Iterable[Segs]) -> set[Segs]:
+Shape = tuple[frozenset[str], dict[str, list[Segs]]]
+
+
+def shape(record: FunctionRecord) -> Shape:
+    """What `own` reads of a function: its parameters' names and its locals' aliases."""
+    return frozenset(p.name.lstrip("*") for p in record.info.params), _aliases(record)
+
+
+def own(record: FunctionRecord, found: Iterable[Segs], known: Shape | None = None) -> set[Segs]:
     """Those of `found` a caller can name: rooted at a parameter (through a local bound to a
-    parameter's attribute or element), or `ANY`; cut to `_DEPTH`."""
-    params = {p.name.lstrip("*") for p in record.info.params}
-    aliases = _aliases(record)
+    parameter's attribute or element), or `ANY`; cut to `_DEPTH`. `known`: `shape(record)`,
+    when the caller keeps it. Each reference is taken apart from the others: the answer for a
+    union is the union of the answers."""
+    params, aliases = known or shape(record)
     out: set[Segs] = set()
     for segs in found:
         if segs == ANY:
@@ -129,7 +138,9 @@ def _aliases(record: FunctionRecord) -> dict[str, list[Segs]]:
 
 def mapped(callee: FunctionRecord, call: CallSite, inner: Iterable[Segs]) -> list[Segs]:
     """The callee's wild references in the caller's terms: a parameter becomes the argument
-    that fills it; one the call fills in a way not read here (`*args`), every argument."""
+    that fills it; one the call fills in a way not read here (`*args`), every argument. The
+    answer for a union of references is the union of the answers (what one reference adds,
+    it adds whatever the others are)."""
     passed = passed_arguments(callee, call)
     receiver = receiver_parameter(callee, call)
     positional = [o for o in call.operands if o.keyword is None]

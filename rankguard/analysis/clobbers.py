@@ -37,6 +37,7 @@ from typing import Any
 import networkx as nx
 
 from rankguard.analysis.call_writes import (
+    Shape,
     attribute_refs,
     bare_names,
     local_wild,
@@ -45,6 +46,7 @@ from rankguard.analysis.call_writes import (
     named_write,
     own,
     reflected,
+    shape,
     stored_wild,
     under,
     under_named,
@@ -313,8 +315,15 @@ class Clobbers:
         return self._reflected
 
     def _closed(self, wild: bool) -> dict[str, frozenset[Segs]]:
+        """Each function's own references, then what its callees gained, to a fixed point.
+        Only what a callee gained since it was last taken in goes to its callers (`mapped`
+        and `own` answer a union with the union of their answers, so the fixed point is the
+        one remapping every callee's whole set gives), and each function's parameters and
+        aliases are read once. Remapping whole sets and reading aliases at every step made
+        this table most of a warm sglang check after one edit (`benchmarks/README`)."""
         program, functions = self.program, self.program.functions
         table: dict[str, set[Segs]] = {}
+        shapes: dict[str, Shape] = {}
         callers: dict[str, list[tuple[str, CallSite]]] = defaultdict(list)
         for name in sorted(functions):
             record = functions[name]
@@ -332,15 +341,22 @@ class Clobbers:
                     for t in targets:
                         if t.kind in FOLLOWED and t.name in functions:
                             callers[t.name].append((name, call))
-            table[name] = own(record, found)
-        work = sorted(n for n, w in table.items() if w)
+            known = shapes[name] = shape(record)
+            table[name] = own(record, found, known)
+        fresh = {n: set(w) for n, w in table.items() if w}  # gained, not yet taken in
+        work = sorted(fresh)
         while work:
             callee = work.pop()
-            inner = frozenset(table[callee])
+            inner = fresh.pop(callee)
             for caller, call in callers.get(callee, ()):
                 record = functions[caller]
-                grown = own(record, mapped(functions[callee], call, inner)) - table[caller]
+                found = own(record, mapped(functions[callee], call, inner), shapes[caller])
+                grown = found - table[caller]
                 if grown:
                     table[caller] |= grown
-                    work.append(caller)
+                    if caller in fresh:
+                        fresh[caller] |= grown
+                    else:
+                        fresh[caller] = grown
+                        work.append(caller)
         return {n: frozenset(w) for n, w in table.items() if w}

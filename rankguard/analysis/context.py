@@ -4,6 +4,8 @@
   s.enable_overlap: s.event_loop_overlap() else: s.event_loop_normal()` makes
   `self.enable_overlap` falsy in the normal loop), kept only where every caller agrees.
 - Class invariants: `assert`s on `self` attributes in a constructor.
+- Construction constants of the round's object: `super().__init__()` then `self.flag = False`
+  in its class's constructor (`Stability.constants`).
 - Call-site bindings: constant arguments, and the literal defaults of omitted parameters.
 
 Only attributes nothing but the object's construction assigns are trusted (`stable`,
@@ -74,6 +76,7 @@ class RoundContext:
         self._restated: dict[tuple[str | None, Cond], tuple[Cond, ...]] = {}
         self._sites: dict[tuple[int, int], tuple[FunctionRecord, CallSite, Passed, BoundAt]] = {}
         self._settled: dict[Cond, bool] = {}
+        self._constructing: tuple[frozenset[str], frozenset[str]] | None = None
         self.settings = Settings(program)
         self.stability = Stability(program)
         self.probes = StoredProbes(program, self.stability, platforms)
@@ -271,8 +274,41 @@ class RoundContext:
         ranks = lone_ranks(complemented(facts), self.ranks)
         facts.update((c, v) for c, v in ranks.items() if self.stable(c, class_of(record)))
         facts.update(self.aliased(record, facts))
+        facts.update(self.constants(record))
         facts.update(self.invariants(record))
         return facts
+
+    def constants(self, record: FunctionRecord) -> dict[Cond, Any]:
+        """The literal constants construction leaves in attributes of the round's object, which
+        nothing reassigns later (`Stability.constants`): `super().__init__()` then `self.flag =
+        False` decides the base's `if self.flag:` in this class's round, and, the attribute
+        being stable, in the base's methods the round calls on `self`. Only for the round's
+        own object: an object still being constructed (one the round makes) may not hold it
+        yet."""
+        cls = class_of(record)
+        if cls is None or self._run_in_construction(record):
+            return {}
+        constants = self.stability.constants(cls)
+        return {("ref", (SELF, a)): evaluate(tree, {}) for a, tree in constants.items()}
+
+    def _run_in_construction(self, record: FunctionRecord) -> bool:
+        """Construction may run the round before it ends (`self.train_batch()`, or a thread
+        started on `self.loop`, from a constructor or what it calls): the object may not hold
+        its constants yet. Judged over all that construction may call, once per program."""
+        if self._constructing is None:
+            program = self.program
+            seen = set(self.stability.construction())
+            work = list(seen)
+            while work:
+                for resolved in program.calls.get(work.pop(), ()):
+                    for target in resolved.targets:
+                        if target.name not in seen and target.name in program.functions:
+                            seen.add(target.name)
+                            work.append(target.name)
+            named = {r[-1] for f in seen for r, _ in program.functions[f].info.value_refs if r}
+            self._constructing = (frozenset(seen), frozenset(named))
+        called, named = self._constructing
+        return record.qualname in called or record.info.name in named
 
     def round_writers(self, record: FunctionRecord) -> frozenset[str] | None:
         """The functions that may reassign what a fact the round is chosen under but cannot

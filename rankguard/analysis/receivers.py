@@ -20,7 +20,7 @@ from rankguard.model.records import FunctionRecord, Target
 from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite
 
 RECEIVER: Cond = ("receiver",)  # entry fact: the classes `self` may exactly be
-_MAX_CLASSES = 3  # more values than this may be a truncated set (the resolver keeps four)
+_MAX_CLASSES = 3  # more values than this decide nothing (a set may be one the resolver cut)
 _OPAQUE_ROOTS = frozenset(("self", "cls", "super()"))
 
 Receiver = frozenset[str]

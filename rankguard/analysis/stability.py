@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 
-from rankguard.model.facts import Cond, refs
+from rankguard.model.facts import Cond, member, refs
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import (
@@ -52,6 +52,9 @@ class Stability:
         self._owners: dict[tuple[str, Segs], frozenset[str] | None] = {}
         self._settled: dict[tuple[str | None, str], bool] = {}
         self._construction_written: dict[str, list[tuple[str, str]]] | None = None
+        self._construction_stores: dict[str, list[tuple[str, str]]] | None = None
+        self._constants: dict[str, dict[str, Cond]] = {}
+        self._inside: dict[tuple[str, ...], frozenset[str]] = {}
 
     def settled(self, cls: str | None, attr: str) -> bool:
         """No function that may run on an object of `cls` assigns `attr` after construction
@@ -104,6 +107,112 @@ class Stability:
                 if function != constructor and owner in related:
                     return False
         return True
+
+    def constants(self, cls: str) -> dict[str, Cond]:
+        """Attributes every object of `cls` holds a literal constant in (`False`, `None`,
+        `Mode.NULL`, as a condition tree) once constructed, decided by the order construction
+        runs, and nothing reassigns after: `super().__init__()` then `self.flag = False` in
+        the class's own constructor, or the base's constant no later constructor touches.
+
+        Decided only where every step is plain: the constructors run one after the other
+        through a top-level `super().__init__()` (no base outside the program in between, which
+        may not hand on); the deciding store is a top-level statement no early exit precedes,
+        after which its constructor stores it no more and runs no `__init__`; no other part of
+        construction stores it (a helper, `__post_init__`, the constructor of a class derived
+        from `cls`, whose object may be the receiver); and every derived class's own
+        constructor runs the one it inherits first (`super().__init__()` at its top level,
+        with no early exit before; a dataclass may have a generated one that does not)."""
+        found = self._constants.get(cls)
+        if found is None:
+            found = self._constants[cls] = self._find_constants(cls)
+        return found
+
+    def _find_constants(self, cls: str) -> dict[str, Cond]:
+        classes, functions = self.program.classes, self.program.functions
+        if cls not in classes:
+            return {}
+        mro = self.program.mro(cls)
+        for other in sorted(self.related(cls) - set(mro)):
+            record = classes[other]
+            init = record.methods.get("__init__")
+            if record.external_bases or record.info.decorators:
+                return {}  # an outside constructor, or a generated one, may not hand on
+            body = functions[init].info.body if init else ()
+            if init and (not _hands_on(body) or _reruns(body)):
+                return {}
+        chain: list[str] = []  # the `__init__`s that run, most derived first
+        decided: dict[str, tuple[Cond, int] | None] = {}  # the constant, and where in the MRO
+        for index, owner in enumerate(mro):
+            init = classes[owner].methods.get("__init__")
+            if init is None:
+                if classes[owner].external_bases or classes[owner].info.decorators:
+                    break  # an outside base's or a generated constructor: it may not hand on
+                continue
+            chain.append(init)
+            body = functions[init].info.body
+            stored = {t[1] for stmt in walk_statements(body) for t in _self_stores(stmt)}
+            for attr in sorted(stored - set(decided)):
+                tree = None if functions[init].info.is_generator else _decider(body, attr)
+                decided[attr] = (tree, index) if tree else None
+            if stored & {ANY_NAME, COMPUTED_NAME}:
+                break  # a name the data spells: what is stored here is not followed
+            if classes[owner].external_bases or not _hands_on(body) or _reruns(body):
+                break
+        stores = self._construction_stores_of()
+        related = self.related(cls)
+        out: dict[str, Cond] = {}
+        for attr, found in decided.items():
+            if found is None or not self.settled(cls, attr):
+                continue
+            tree, index = found
+            allowed = self._before(tuple(mro[index + 1 :])) | frozenset(chain)
+            writers = (
+                *stores.get(attr, ()),
+                *stores.get(ANY_NAME, ()),
+                *stores.get(COMPUTED_NAME, ()),
+            )
+            if all(f in allowed for f, owner in writers if owner in related):
+                out[attr] = tree
+        return out
+
+    def _before(self, bases: tuple[str, ...]) -> frozenset[str]:
+        """What construction runs only inside a constructor's `super().__init__()`: the
+        constructors of the classes after it in the MRO, and the helpers only those (or other
+        such helpers) call. What they store, the constructor's own later store overrides."""
+        found = self._inside.get(bases)
+        if found is None:
+            classes = self.program.classes
+            inside = {
+                classes[b].methods["__init__"] for b in bases if "__init__" in classes[b].methods
+            }
+            callers = self._callers()
+            helpers = sorted(self.construction() - inside)
+            changed = True
+            while changed:
+                changed = False
+                for name in helpers:
+                    sites = callers.get(name)
+                    if name not in inside and sites and all(c in inside for c, _ in sites):
+                        inside.add(name)
+                        changed = True
+            found = self._inside[bases] = frozenset(inside)
+        return found
+
+    def _construction_stores_of(self) -> dict[str, list[tuple[str, str]]]:
+        """attribute -> (construction function, its class) for each store on `self` there:
+        assignments, mutating calls, `setattr(self, ...)` (`statement_writes`)."""
+        if self._construction_stores is None:
+            found: dict[str, list[tuple[str, str]]] = defaultdict(list)
+            for name in sorted(self.construction()):
+                record = self.program.functions[name]
+                owner = class_of(record)
+                if owner is None:
+                    continue
+                for stmt in walk_statements(record.info.body):
+                    for target in _self_stores(stmt):
+                        found[target[1]].append((name, owner))
+            self._construction_stores = dict(found)
+        return self._construction_stores
 
     def holders(self, attr: str) -> frozenset[str]:
         """The classes whose own methods (construction included) assign `self.<attr>` by name:
@@ -305,6 +414,64 @@ def _written(target: Segs) -> Segs | None:
     if len(target) >= 2 and target[-1] == "__dict__":
         return (*target[:-1], ANY_NAME)  # `obj.__dict__[k] = v`: any attribute of obj
     return target
+
+
+def _self_stores(stmt: Stmt) -> Iterator[Segs]:
+    """What one statement stores on `self` (`self.a`, also `self.a[k]`, `self.a.append(x)`)."""
+    for target in statement_writes(stmt):
+        if len(target) >= 2 and target[0] == SELF:
+            yield target
+
+
+_SUPER_INIT = ("super()", "__init__")
+
+
+def _hands_on(body: tuple[Stmt, ...]) -> bool:
+    """A constructor runs the next one in the MRO whenever it runs: `super().__init__(...)`
+    as a statement at the top level of its body, no early exit before it (`if lazy: return`:
+    the bases' stores never run, and a class attribute may stand)."""
+    for index, stmt in enumerate(body):
+        if stmt.kind == "expr" and any(c.target == _SUPER_INIT for c in stmt.calls):
+            return not _may_leave(body[:index])
+    return False
+
+
+def _may_leave(body: tuple[Stmt, ...]) -> bool:
+    """An early exit anywhere in `body` (in a branch, loop, `try`): `return`, `raise`, `yield`."""
+    return any(s.kind in ("return", "raise") or s.yields for s in walk_statements(body))
+
+
+def _reruns(body: tuple[Stmt, ...]) -> bool:
+    """A constructor runs some `__init__` other than through `super().__init__()`
+    (`Base.__init__(self)`): a base's constructor may run again after those before it."""
+    return any(c.target[-1:] == ("__init__",) and c.target != _SUPER_INIT for c in walk_calls(body))
+
+
+def _decider(body: tuple[Stmt, ...], attr: str) -> Cond | None:
+    """The literal constant (a tree) a constructor leaves in `self.<attr>`: its last statement
+    that stores it is a top-level `self.<attr> = <constant>`, no early exit before it (`if
+    lazy: return` keeps the base's value), and nothing after it runs an `__init__` (a base's
+    constructor, run later, would store it again)."""
+    names = {attr, ANY_NAME, COMPUTED_NAME}
+    for index in range(len(body) - 1, -1, -1):
+        stmt = body[index]
+        if not any({t[1] for t in _self_stores(s)} & names for s in walk_statements((stmt,))):
+            continue
+        if stmt.kind != "assign" or stmt.targets != ((SELF, attr),) or not _constant(stmt.tree):
+            return None
+        if _may_leave(body[:index]):
+            return None
+        if any(c.target[-1:] == ("__init__",) for c in walk_calls(body[index + 1 :])):
+            return None
+        return stmt.tree if not any(t[1] != attr for t in _self_stores(stmt)) else None
+    return None
+
+
+def _constant(tree: Cond) -> bool:
+    """A literal (`False`, `None`, `3`, `"x"`) or an enum-like member (`Mode.NULL`)."""
+    if not tree:
+        return False
+    return tree[0] == "const" or (tree[0] == "ref" and member(tree[1]))
 
 
 def class_of(record: FunctionRecord) -> str | None:

@@ -11,6 +11,7 @@ from rankguard.model.invokers import invoker, waits_on_futures
 from rankguard.model.program import Program
 from rankguard.model.records import ClassRecord, FunctionRecord, ModuleRecord, Resolved, Target
 from rankguard.model.resolve import Resolver, suspends
+from rankguard.model.slots import through_slots
 from rankguard.model.values import BUILTIN_PREFIX
 from rankguard.summary.ir import FileSummary, Stmt, walk_calls, walk_statements
 
@@ -173,6 +174,7 @@ def _resolve_calls(
         if callbacks:
             program.callbacks[qual] = callbacks
             part["callbacks"][qual] = callbacks
+    through_slots(program, resolver)
     through_parameters(program, resolver)
     _through_invokers(program, resolver)
     _implicit_dunders(program, resolver)

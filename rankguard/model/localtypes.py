@@ -12,8 +12,10 @@ returned tuple are bound where the tuple is unpacked (`_, reqs = f()`), not wher
 whole. A local made from another local is read after the table holds that local (the table is
 built once otherwise, every assignment read against the parameters alone), twice, so that a
 handle taken from a list filled from another helper's dict is known. Only containers and
-elements taken out are learned so: nothing else of a local read from another changes. A mixin
-of the resolver.
+elements taken out are learned so: nothing else of a local read from another changes. A
+comprehension's variables are locals of the expression alone: each is an element of what it
+iterates, bound where a call inside it is resolved (`comprehension_scope`). A mixin of the
+resolver.
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from rankguard.model.namespaces import dedupe, of_kind
-from rankguard.model.stores import subscript_root
+from rankguard.model.stores import ADDS, MERGES, bound_names, subscript_root
 from rankguard.model.values import BUILTIN_PREFIX, Value, external
-from rankguard.summary.ir import SUBSCRIPT, CallSite, Segs, Stmt, walk_statements
+from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt, walk_statements
 
 if TYPE_CHECKING:
     from rankguard.model.records import FunctionRecord
@@ -40,7 +42,9 @@ class LocalTypes:
     def _value_of(self, fn: FunctionRecord, stmt: Stmt, shape: tuple[Any, ...]) -> list[Value]:
         raise NotImplementedError
 
-    def evaluate(self, fn: FunctionRecord, segs: Segs) -> tuple[Value, ...]:
+    def evaluate(
+        self, fn: FunctionRecord, segs: Segs, scope: Scope | None = None
+    ) -> tuple[Value, ...]:
         raise NotImplementedError
 
     def call_results(self, fn: FunctionRecord, segs: Segs) -> tuple[Value, ...]:
@@ -142,6 +146,55 @@ class LocalTypes:
             table[name] = dedupe(values)  # empty: a local we cannot type, never the global
         return table
 
+    def returned_local(self, fn: FunctionRecord, name: str, ret: Stmt) -> list[Value]:
+        """The instances `name`, a plain local, may give at the `return` statement `ret`: what
+        the stores of it that reach `ret` bind (`opt = A()` in one branch, `opt = B()` in
+        another; not `opt = Base()` when `opt = FP16(opt)` always follows it), and for a
+        parameter not always rebound first, its type on entry. Where the stores reaching `ret`
+        are not known (a `for` or `with` target, an unpacking), what its table holds: every
+        binding, and for a parameter, which the table types on entry only, what each
+        assignment of it whole binds. The method's own receiver (`return self`) gives nothing
+        here."""
+        params = fn.info.params
+        method = fn.info.cls and not fn.info.decorated("staticmethod")
+        receiver = params[0].name if params and method else None
+        if name == receiver or name not in bound_names(fn):
+            return []  # a global's value is not a local's
+        parameter = any(p.name == name for p in params)
+        reaching = reaching_stores(fn.info.body, name, ret)
+        found: list[Value] = []
+        if reaching is None:
+            found.extend(self.evaluate(fn, (name,)))
+            if parameter:
+                for stmt in of_kind(fn.info.body, "assign"):
+                    if stmt.targets == ((name,),):
+                        found.extend(self._assigned_value(fn, stmt))
+        else:
+            if parameter and ON_ENTRY in reaching:
+                found.extend(self.evaluate(fn, (name,)))  # a parameter's table: its entry type
+            for stmt in reaching:
+                if stmt is not ON_ENTRY:
+                    found.extend(self._assigned_value(fn, stmt))
+        return [v for v in found if v.kind == "instance"]
+
+    def comprehension_scope(self, fn: FunctionRecord, call: CallSite) -> Scope | None:
+        """The variables of the comprehensions a call is inside (`[et.get() for et in
+        self.event_timers]`), each an element of what it iterates, in order, so a later one
+        may iterate an earlier one. A variable iterating something unknown, or unpacked, is
+        bound to nothing known: it shadows a local or global of its name, as a local we cannot
+        type does, and the call is then resolved as an untyped one."""
+        if not call.target or all(name != call.target[0] for name, _ in call.bound):
+            return None
+        scope: Scope = {}
+        for name, tree in call.bound:
+            iterated: tuple[Value, ...] = ()
+            if tree[:1] == ("ref",):
+                iterated = self.evaluate(fn, tree[1], scope)
+            elif tree[:1] == ("call",) and len(tree) == 4:  # `d.values()`, not `f().m()`
+                iterated = self.evaluate(fn, (*tree[1], CALL), scope)
+            scope[name] = dedupe(e for v in iterated for e in self.elements(v))
+        return scope
+
     def _entered(self, fn: FunctionRecord, stmt: Stmt) -> list[Value]:
         """`with lib.manager(...) as cm`: a library's context manager is taken to give itself
         (its `__enter__` returns self, as a file, a lock or a coalescing manager does), so
@@ -152,10 +205,11 @@ class LocalTypes:
         return [v for v in values if v.kind == "external" and _holdable(v)]
 
     def _added(self, fn: FunctionRecord, call: CallSite) -> list[Value]:
-        """What a container method call adds to its receiver, as elements (`items`)."""
-        method = call.target[1]
-        position = _ADDS.get(method)
-        merged = method in _MERGES
+        """What a container method call adds to its receiver (`xs.append(v)`, and
+        `self.xs.append(v)` for an attribute), as elements (`items`)."""
+        method = call.target[-1]
+        position = ADDS.get(method)
+        merged = method in MERGES
         if position is None and not merged:
             return []
         positional = [o for o in call.operands if o.keyword is None]
@@ -177,14 +231,107 @@ class LocalTypes:
         return []
 
 
-# Container methods that add an element (the position of the argument added) and that add
-# every element of their argument; that take an element out; that give a view of the elements.
-_ADDS = {"append": 0, "add": 0, "appendleft": 0, "insert": 1, "setdefault": 1}
-_MERGES = frozenset(("extend", "update"))
+Scope = dict[str, tuple[Value, ...]]  # names bound inside an expression: their values
+# Container methods that take an element out; that give a view of the elements (those that
+# add one are `model.stores.ADDS` and `MERGES`).
 TAKES = ("pop", "popleft", "get", "setdefault")
 VIEWS = ("values", "copy")
 TUPLE = "tuple"  # a container returned inside a tuple: bound by unpacking only
 _CONTAINER_PASSES = 2
+
+
+ON_ENTRY: Any = object()  # in `reaching_stores`: what a name holds on entry (a parameter's value)
+
+
+def reaching_stores(body: tuple[Stmt, ...], name: str, ret: Stmt) -> list[Any] | None:
+    """The statements storing local `name` whole (`name = ...`) whose value it may still hold
+    at `ret`, a statement of `body`, and ON_ENTRY when no store may have run; None when that
+    is not known. Reaching definitions over the statement tree: a store kills those before it
+    in its block, so `opt = Base(); opt = FP16(opt); return opt` returns the FP16 wrapper
+    alone (the union of every store would have the base's `step` run as well). Branches,
+    loop bodies (run any number of times), `match` cases, and, since an exception may leave
+    them anywhere, `try` bodies (for their handlers) and `with` bodies (a context manager may
+    swallow it) join what they store with what came before. `name += x` (which may give back
+    the object itself) and `name: T` alone kill nothing. Not known: `name` bound by a `for` or
+    `with` target or by unpacking, or stored in a `finally` (which runs after a `break`)."""
+    walk = _Reaching(name, ret)
+    if any(walk.binds(s) for t in of_kind(body, "try") for s in walk_statements(t.blocks[2])):
+        return None
+    walk.block(body, frozenset((id(ON_ENTRY),)))
+    if walk.unknown or not walk.seen:
+        return None
+    return [walk.stores[key] for key in sorted(walk.at_return, key=list(walk.stores).index)]
+
+
+class _Reaching:
+    """One walk of `reaching_stores`: states are sets of store ids."""
+
+    def __init__(self, name: str, ret: Stmt) -> None:
+        self.name, self.ret = name, ret
+        self.stores: dict[int, Any] = {id(ON_ENTRY): ON_ENTRY}
+        self.at_return: frozenset[int] = frozenset()
+        self.seen = self.unknown = False
+        self.loops: list[tuple[list[frozenset[int]], list[frozenset[int]]]] = []
+
+    def binds(self, stmt: Stmt) -> bool:
+        return stmt.kind in ("assign", "loop", "with") and (self.name,) in stmt.targets
+
+    def block(self, stmts: tuple[Stmt, ...], state: frozenset[int]) -> frozenset[int]:
+        for stmt in stmts:
+            state = self.statement(stmt, state)
+        return state
+
+    def stored(self, stmts: tuple[Stmt, ...]) -> frozenset[int]:
+        """The stores of the name anywhere in a block: where an exception may leave it."""
+        found = [stmt for stmt in walk_statements(stmts) if self.binds(stmt)]
+        for stmt in found:
+            self.bound(stmt, frozenset())
+        return frozenset(id(stmt) for stmt in found)
+
+    def statement(self, stmt: Stmt, state: frozenset[int]) -> frozenset[int]:
+        kind, blocks = stmt.kind, stmt.blocks
+        if stmt is self.ret:
+            self.at_return |= state
+            self.seen = True
+        if kind in ("return", "raise"):
+            return frozenset()
+        if kind in ("break", "continue") and self.loops:
+            self.loops[-1][kind == "continue"].append(state)
+            return frozenset()
+        if kind == "if":
+            return self.block(blocks[0], state) | self.block(blocks[1], state)
+        if kind == "match":
+            return state.union(*(self.block(case, state) for case in blocks))
+        if kind == "try":
+            body = self.block(blocks[0], state)
+            handled = state | body | self.stored(blocks[0])
+            out = self.block(blocks[1], body)
+            out = out.union(*(self.block(handler, handled) for handler in blocks[3:]))
+            return self.block(blocks[2], out)
+        if kind == "with":
+            entered = self.bound(stmt, state)
+            return entered | self.block(blocks[0], entered) | self.stored(blocks[0])
+        if kind == "loop":
+            head = state
+            while True:  # to the fixed point: the states only grow, over finitely many stores
+                self.loops.append(([], []))
+                out = self.block(blocks[0], self.bound(stmt, head))
+                breaks, continues = self.loops.pop()
+                grown = head.union(out, *continues)
+                if grown == head:
+                    return self.block(blocks[1], head).union(*breaks)
+                head = grown
+        return self.bound(stmt, state) if kind == "assign" else state
+
+    def bound(self, stmt: Stmt, state: frozenset[int]) -> frozenset[int]:
+        if not self.binds(stmt):
+            return state
+        self.stores[id(stmt)] = stmt
+        if stmt.kind != "assign" or stmt.targets != ((self.name,),):
+            self.unknown = True  # `for name in`, `with ... as name`, `a, name = f()`
+        elif stmt.tree[:1] in (("arith",), ("other",)):
+            return state | {id(stmt)}  # `name += x`, `name: T`: the old value may stay
+        return frozenset((id(stmt),))
 
 
 def unpacked(values: list[Value] | tuple[Value, ...], whole: bool) -> list[Value]:

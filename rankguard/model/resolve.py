@@ -22,7 +22,16 @@ from rankguard.model.cycles import Cycles
 from rankguard.model.decorators import Decorators
 from rankguard.model.enums import Enums
 from rankguard.model.hierarchy import Hierarchy
-from rankguard.model.localtypes import ELEMENT, TAKES, TUPLE, VIEWS, LocalTypes, containers, element
+from rankguard.model.localtypes import (
+    ELEMENT,
+    TAKES,
+    TUPLE,
+    VIEWS,
+    LocalTypes,
+    Scope,
+    containers,
+    element,
+)
 from rankguard.model.named import NAMED, computed_attribute, forwarded
 from rankguard.model.namespaces import ModuleNamespaces, dedupe, of_kind
 from rankguard.model.records import FunctionRecord, Target
@@ -72,6 +81,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
         self._module_value: dict[tuple[str, str], tuple[Value, ...]] = {}
         self._attr_types: dict[tuple[str, str], AttrEntry] = {}
         self._own_stores: dict[str, dict] = {}
+        self._own_fills: dict[str, dict] = {}
         self._made_from: dict[tuple[str, str], list] = {}
         self._local_types: dict[str, dict[str, list]] = {}
         self._returns: dict[str, tuple[Value, ...] | object] = {}
@@ -175,13 +185,18 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
         return tuple(out)
 
     # -- evaluation -------------------------------------------------------------
-    def evaluate(self, fn: FunctionRecord, segs: Segs) -> tuple[Value, ...]:
-        """Every value the reference `segs` may have inside `fn`."""
+    def evaluate(
+        self, fn: FunctionRecord, segs: Segs, scope: Scope | None = None
+    ) -> tuple[Value, ...]:
+        """Every value the reference `segs` may have inside `fn` (with the names of `scope`,
+        a comprehension's variables, bound as it says)."""
         if not segs or segs[0] == OPAQUE:
             return ()
         head = segs[0]
         if head == "<str>":
             values: tuple[Value, ...] = (_builtin_instance("str"),)
+        elif scope and head in scope:
+            values = scope[head]
         else:
             values = self._super(fn) if head == "super()" else self.lookup(fn, head)
         skip = False
@@ -378,9 +393,16 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
                 values = self.evaluate(fn, shape[1])
                 found.extend(v for v in values if v.kind == "function")
                 found.extend(containers(values))
+                if len(shape[1]) == 1 and not fn.info.returns:
+                    # `opt = A()` / `opt = B()` in branches, then `return opt`: as `return A()`
+                    found.extend(self.returned_local(fn, shape[1][0], stmt))
+            elif stmt.tree[:1] == ("ref",) and stmt.tree[1][-1:] == (SUBSCRIPT,):
+                # `return self.timers[name]`: a registry hands out an element filed into it
+                # (`model.stores`), as `return self.timers.get(name)` does.
+                values = self.evaluate(fn, stmt.tree[1])
+                found.extend(v for v in values if v.kind == "instance")
             elif shape[0] == "literal" and shape[2] == "tuple":
-                # `return t, reqs`: what unpacking it binds (`_, reqs = f()`), marked so
-                # that a name bound to the whole tuple does not take it
+                # `return t, reqs`: what `_, reqs = f()` binds; a name bound to it whole does not
                 for segs in shape[1]:
                     values = self.evaluate(fn, segs)
                     found.extend(v._replace(via=TUPLE) for v in containers(values))
@@ -407,7 +429,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
     def call_targets(self, fn: FunctionRecord, call: CallSite) -> list[Target]:
         kind = "callback" if call.deferred else "call"
         targets: list[Target] = []
-        for value in self.evaluate(fn, call.target):
+        for value in self.evaluate(fn, call.target, self.comprehension_scope(fn, call)):
             if value.kind == "function":
                 guess = value.via == NAMED and kind == "call"  # a method named at run time
                 edge = "fallback" if guess else kind

@@ -1,6 +1,7 @@
 """Facts about definitions read straight from their syntax: parameters, whether a function is
-a generator and what it yields, a class's tables of its own methods, its literal field defaults
-and the names its body binds, the `__exit__` calls a `with` makes, a module's `__all__`.
+a generator, what it yields and the names it binds, a class's tables of its own methods, its
+literal field defaults and the names its body binds, the `__exit__` calls a `with` makes, a
+module's `__all__`.
 The statement builder (`extract`) asks these; they read no statements' calls."""
 
 from __future__ import annotations
@@ -39,6 +40,50 @@ def yielded(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[Segs, ...]:
         if isinstance(item, ast.Yield) and item.value is not None and is_value_ref(item.value)
     ]
     return tuple(dict.fromkeys(ref for *_, ref in sorted(found) if OPAQUE not in ref))
+
+
+# Nodes that bind the name they carry: def, class, `except E as name`, `case name`, `*name`.
+_NAMING = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.ExceptHandler,
+    ast.MatchAs,
+    ast.MatchStar,
+)
+
+
+def bound_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, ...]:
+    """The names the function's own body binds or unbinds (`FunctionInfo.bound`), sorted."""
+    own = _own_nodes(node)
+    # A comprehension's targets are its own scope's (a walrus in it binds the function's).
+    inner = {
+        id(name)
+        for item in own
+        if isinstance(item, ast.comprehension)
+        for name in ast.walk(item.target)
+    }
+    found: set[str] = set()
+    for item in own:
+        if isinstance(item, ast.Name) and isinstance(item.ctx, (ast.Store, ast.Del)):
+            if id(item) not in inner:
+                found.add(item.id)
+        elif isinstance(item, _NAMING):
+            if item.name:  # `except E:`, `case _:` bind nothing
+                found.add(item.name)
+        elif isinstance(item, ast.MatchMapping) and item.rest:
+            found.add(item.rest)
+        elif isinstance(item, (ast.Import, ast.ImportFrom)):
+            found.update((a.asname or a.name).split(".")[0] for a in item.names if a.name != "*")
+    return tuple(sorted(found))
+
+
+def body_facts(
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+) -> tuple[bool, tuple[Segs, ...], tuple[str, ...]]:
+    """`FunctionInfo`'s facts about the function's own body, in its field order: whether it
+    is a generator, what it yields, the names it binds."""
+    return is_generator(node), yielded(node), bound_names(node)
 
 
 def params_of(a: ast.arguments) -> tuple[Param, ...]:

@@ -16,15 +16,14 @@ from typing import Any
 from rankguard.summary.conditions import condition, with_items
 from rankguard.summary.definitions import (
     all_names,
+    body_facts,
     class_attributes,
     class_body_names,
     exits_of,
-    is_generator,
     literal_defaults,
     metaclass_of,
     method_tables,
     params_of,
-    yielded,
 )
 from rankguard.summary.ir import (
     OPAQUE,
@@ -149,8 +148,7 @@ class _Builder:
                 isinstance(node, ast.AsyncFunctionDef),
                 global_names,
                 tuple(isinstance(d, ast.Call) for d in node.decorator_list),
-                is_generator(node),
-                yielded(node),
+                *body_facts(node),  # is_generator, yields, bound
             )
         )
 

@@ -151,6 +151,11 @@ class FunctionInfo:
     decorator_called: tuple[bool, ...] = ()
     is_generator: bool = False  # has `yield`: calling it runs nothing until it is advanced
     yields: tuple[Segs, ...] = ()  # plain references it yields (`yield handler`)
+    # Every name its own body binds or unbinds, in any form: assignment targets (augmented and
+    # annotated too), for / with / except targets, walrus, del, import, def / class, match
+    # captures; not a comprehension's own targets. A parameter named here may not hold what
+    # the caller passed where it is read.
+    bound: tuple[str, ...] = ()
 
     def decorated(self, name: str) -> bool:
         """Whether a decorator's last segment is `name` (`@staticmethod`, `@functools.cache`)."""

@@ -37,6 +37,15 @@ class QuietGroup(GroupCoordinator):
 
 coordinator, quiet = GroupCoordinator, QuietGroup
 """
+NEW_BATCH = "            batch = ScheduleBatch(reqs=reqs)\n"
+GUARDS = """            if batch.mode == 0:
+                self._stage(batch)
+                if batch.mode == 1:
+                    time.sleep(0.25)
+"""
+PREPARE = "    def _prepare_dp_attn_batch("
+STAGE = "    def _stage(self, batch):\n        batch.staged = True\n\n"
+TAG = "\n\ndef _tag(obj, key):\n    setattr(obj, key, 1)\n"
 FLAGS = "toysched/managers/flags.py"
 FLAGS_MODULE = """import time
 
@@ -170,6 +179,22 @@ STEPS = {
     "only the class it builds changes": lambda r: _replace(
         r, COMM, "    return coordinator()\n", "    return quiet()\n"
     ),
+    # A call between two guards ends the facts on what it may change (`analysis.clobbers`):
+    # what a helper's callee gives `setattr` a computed name reaches the guard through the
+    # whole program's fixed point (`Clobbers._closed`), so the inner branch runs or not.
+    "a helper between two guards sets one attribute by name": lambda r: (
+        _replace(r, SCHED, NEW_BATCH, NEW_BATCH + GUARDS),
+        _replace(r, SCHED, PREPARE, STAGE + PREPARE),
+    ),
+    "the helper's new callee gives setattr a computed name": lambda r: (
+        _replace(r, SCHED, "        batch.staged = True\n", "        _tag(batch, self.key)\n"),
+        (r / SCHED).write_text((r / SCHED).read_text() + TAG),
+    ),
+    "rename that callee": lambda r: _replace(r, SCHED, "_tag(", "_mark("),
+    "delete that callee": lambda r: (
+        _replace(r, SCHED, "        _mark(batch, self.key)\n", "        batch.staged = True\n"),
+        _replace(r, SCHED, TAG.replace("_tag(", "_mark("), "\n"),
+    ),
 }
 
 
@@ -182,12 +207,14 @@ def test_warm_equals_no_cache_after_every_edit(capsys, tmp_path: Path, monkeypat
         code = main([*argv, "--format", "json"])
         return code, capsys.readouterr().out
 
-    def both(step: str) -> str:
+    def both(step: str) -> tuple[str, ...]:
+        found = []
         for command in ("check", "graph"):
             warm = run(command, str(root), "--cache-dir", cache)
             cold = run(command, str(root), "--no-cache")
             assert warm == cold, f"{command} after: {step}"
-        return warm[1]
+            found.append(warm[1])
+        return tuple(found)
 
     store.COUNTS.clear()
     outputs = [both("nothing")]
@@ -197,6 +224,12 @@ def test_warm_equals_no_cache_after_every_edit(capsys, tmp_path: Path, monkeypat
     # The sequence is not vacuous: the findings change along the way, and the warm runs took
     # kept blocking summaries and uniformity flows (`analysis.uniformity.keep`).
     assert len(set(outputs)) > 3
+    named = dict(zip(["nothing", *STEPS], outputs, strict=True))
+    sleep = "time.sleep(0.25)"  # the inner guard's call: reported only where the helper may end
+    assert sleep not in named["a helper between two guards sets one attribute by name"][0]
+    assert sleep in named["the helper's new callee gives setattr a computed name"][0]
+    assert sleep in named["rename that callee"][0]
+    assert sleep not in named["delete that callee"][0]
     assert store.COUNTS["blocking summaries reused"] > 0
     assert store.COUNTS["uniformity walks reused"] > 0
 

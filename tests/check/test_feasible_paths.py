@@ -111,6 +111,9 @@ def test_a_path_that_needs_the_round_fact_to_change_is_low_confidence(tmp_path: 
             def switch(self):
                 self.mode = Mode.DECODE
 
+            def poke(self):
+                self.busy = True  # else construction's `False` decides `if self.busy:`
+
             def drain(self):
                 subprocess.run(["x"])  # expect
 
@@ -556,6 +559,9 @@ VALIDATED = """
         def __init__(self):
             self.enable_overlap = not get_schedule().disable_overlap
             self.busy = False
+
+        def poke(self):
+            self.busy = True
 
         def event_loop_pp(self):
             while True:
