@@ -14,7 +14,9 @@ from pathlib import Path
 from rankguard.rules.blocking_before_collective import BlockingBeforeCollective
 from tests.check.helpers import HEAD, check_files
 
-LOOP = HEAD + """
+LOOP = (
+    HEAD
+    + """
 class Worker:
     def init_device(self):
         torch.cuda.synchronize()
@@ -36,6 +38,7 @@ class WorkerProc:
             output = func(*args)
             dist.broadcast_object_list([output])
 """
+)
 
 
 def test_a_method_named_at_run_time_that_start_up_calls_is_low(tmp_path: Path):
