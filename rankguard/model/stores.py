@@ -235,9 +235,11 @@ class Stores:
         for fn, stmt in self._stores_of(cls).get(attr, ()):
             me = fn.info.params[0].name
             # A function stored (`self.on_done = self._finish`, a lambda) is what a call of
-            # the attribute runs.
+            # the attribute runs; one called there is not (`self.model = get_model(cfg)` stores
+            # the model it returns, in `found`), one handed to a call may be (`partial(f, 1)`).
             found.extend(self._assigned_value(fn, stmt))
-            for read in stmt.reads:
+            called = {call.target for call in stmt.calls}
+            for read in (r for r in stmt.reads if r not in called):
                 for value in self.evaluate(fn, read):
                     if value.kind == "function":
                         callables.append(value.name)

@@ -142,3 +142,47 @@ def test_a_conditional_expression_or_an_or_holds_any_side(program_of):
         "m.Cuda.step",
         "m.Default.step",
     }
+
+
+def test_an_attribute_holds_what_a_call_returns_not_the_function_called(program_of):
+    """`self.model = get_model(cfg)` stores the model get_model builds; calling `self.model(x)`
+    runs the model, not get_model again (its loading would seem to run every round). A function
+    handed to the call (`functools.partial(f, 1)`, `MethodType(g, self)`) may be what is stored,
+    and a function stored by reference (`self.cb = self._finish`) is what a call runs."""
+    program = program_of(
+        {
+            "m.py": """
+            import functools
+
+            import torch
+
+
+            def get_model(cfg) -> torch.nn.Module:
+                open(cfg)
+                return load(cfg)
+
+
+            def step(n):
+                pass
+
+
+            class Runner:
+                def __init__(self, cfg):
+                    self.model = get_model(cfg)
+                    self.stepper = functools.partial(step, 1)
+                    self.cb = self._finish
+
+                def _finish(self):
+                    pass
+
+                def event_loop(self):
+                    while True:
+                        self.model(1)
+                        self.stepper()
+                        self.cb()
+            """
+        }
+    )
+    reached = callees(program, "m.Runner.event_loop")
+    assert "m.get_model" not in reached
+    assert {"m.step", "m.Runner._finish"} <= reached
