@@ -6,12 +6,11 @@ wrapper's call of the decorator's parameter reaches them. A mixin of the resolve
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rankguard.model.cycles import Cycles
 from rankguard.model.values import Value
-from rankguard.summary.ir import Segs, Stmt, walk_statements
+from rankguard.summary.ir import Segs
 
 if TYPE_CHECKING:
     from rankguard.model.program import Program
@@ -124,7 +123,9 @@ class Decorators:
 def _closed_parameter(program: Program, decorator: str, wrapper: str) -> str | None:
     """The decorator's parameter that receives the decorated function (its first positional
     one), where the wrapper's calls of that name surely mean it: no function from the
-    decorator down to the wrapper binds the name again."""
+    decorator down to the wrapper takes the name as a parameter, and neither the decorator nor
+    any function nested in it binds the name again in any form (`Program.binds`: a walrus, an
+    import, a sibling closure's `nonlocal func; func = impl`)."""
     info = program.functions[decorator].info
     offset = 1 if info.takes_self else 0
     if len(info.params) <= offset or info.params[offset].name.startswith("*"):
@@ -135,11 +136,5 @@ def _closed_parameter(program: Program, decorator: str, wrapper: str) -> str | N
         own = program.functions.get(scope)
         if own is None or any(p.name.lstrip("*") == name for p in own.info.params):
             return None
-        if _binds(own.info.body, name):
-            return None
         scope = scope.rsplit(".<locals>.", 1)[0]
-    return None if _binds(info.body, name) else name
-
-
-def _binds(body: Sequence[Stmt], name: str) -> bool:
-    return any((name,) in stmt.targets for stmt in walk_statements(body))
+    return None if program.binds(decorator, name) else name

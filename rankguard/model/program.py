@@ -35,6 +35,7 @@ class Program:
     _graph: nx.MultiDiGraph | None = field(default=None, repr=False)
     _mro: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _targets: dict[str, dict[int, tuple[Target, ...]]] = field(default_factory=dict, repr=False)
+    _nested_bound: dict[str, frozenset[str]] | None = field(default=None, repr=False)
 
     @property
     def graph(self) -> nx.MultiDiGraph:
@@ -105,6 +106,24 @@ class Program:
                 id(r.call): r.targets for r in self.calls.get(function, ())
             }
         return table.get(id(call), ())
+
+    def binds(self, qual: str, name: str) -> bool:
+        """Whether `name` may be bound again inside function `qual`: its own body binds it in
+        any form (`FunctionInfo.bound`), or a function nested in it does, which may rebind it
+        through `nonlocal` (the summaries keep no `nonlocal`, so any nested binding counts)."""
+        record = self.functions.get(qual)
+        if record is not None and name in record.info.bound:
+            return True
+        if self._nested_bound is None:
+            nested: dict[str, set[str]] = {}
+            for inner, found in self.functions.items():
+                parts = inner.split(".<locals>.")
+                for depth in range(1, len(parts)):
+                    nested.setdefault(".<locals>.".join(parts[:depth]), set()).update(
+                        found.info.bound
+                    )
+            self._nested_bound = {scope: frozenset(names) for scope, names in nested.items()}
+        return name in self._nested_bound.get(qual, ())
 
     def mro(self, cls: str) -> list[str]:
         """Python's C3 linearisation over the classes we know (bases outside the program are

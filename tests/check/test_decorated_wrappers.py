@@ -13,6 +13,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from rankguard.adapters.sources import read_directory
 from rankguard.analysis.rounds import find_rounds
 from rankguard.catalogs.catalog import collective_catalog
@@ -217,3 +219,80 @@ def test_a_wrapper_pruned_by_a_constant_argument_keeps_its_binding(tmp_path: Pat
     # the wrapper so entered still runs `send` only.
     findings = check_files(tmp_path, {"mod.py": HEAD + PROFILED}, [RankDivergentCollective])
     assert not findings.findings
+
+
+# The decorator's parameter bound again in a form no assignment statement shows: its wrapper's
+# `func(...)` may run something other than the function decorated there, so it keeps reaching
+# every function the decorator is applied to (`send` and `barrier` both).
+REBOUND = {
+    # the control: an assignment statement, seen before `FunctionInfo.bound`
+    "assignment": """
+        func = _REPLACED.get(func, func)
+""",
+    "walrus": """
+        if (func := _REPLACED.get(func, func)) is None:
+            raise ValueError
+""",
+    "import": """
+        if _FAST:
+            from fastcomm import send as func
+""",
+    "match": """
+        match func:
+            case functools.partial(func=func):
+                pass
+""",
+    # a sibling closure rebinds it through `nonlocal`: `send.bind(barrier)`
+    "nonlocal-in-a-sibling": """
+        def bind(impl):
+            nonlocal func
+            func = impl
+""",
+}
+
+TIMED = """
+_REPLACED = {{}}
+_FAST = False
+
+
+def timed(func):{rebound}
+    def wrapper(*args):
+        return func(*args)
+
+    return wrapper
+
+
+@timed
+def send(tensor):
+    return dist.send(tensor, 1)
+
+
+@timed
+def barrier():
+    return dist.barrier()
+
+
+def event_loop():
+    while True:
+        send(torch.ones(1))
+"""
+
+
+@pytest.mark.parametrize("form", sorted(REBOUND))
+def test_a_parameter_rebound_otherwise_leaves_the_wrapper_unbound(tmp_path: Path, form: str):
+    rebound = textwrap.indent(textwrap.dedent(REBOUND[form]), "    ")
+    (tmp_path / "mod.py").write_text(HEAD + TIMED.format(rebound=rebound))
+    program = load_program(read_directory(tmp_path))
+    (found,) = find_rounds(program, ("*.event_loop",), collective_catalog())
+    primitives = {p.site.callee for c in found.collectives for p in c.primitives}
+    assert primitives == {"torch.distributed.send", "torch.distributed.barrier"}
+
+
+def test_the_same_decorator_not_rebinding_its_parameter_runs_only_what_it_decorates(
+    tmp_path: Path,
+):
+    (tmp_path / "mod.py").write_text(HEAD + TIMED.format(rebound="\n"))
+    program = load_program(read_directory(tmp_path))
+    (found,) = find_rounds(program, ("*.event_loop",), collective_catalog())
+    primitives = {p.site.callee for c in found.collectives for p in c.primitives}
+    assert primitives == {"torch.distributed.send"}

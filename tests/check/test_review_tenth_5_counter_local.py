@@ -42,7 +42,9 @@ STORES = {
 
 
 # The summaries keep no walrus binding (`n := t.sum()` inside a test): a known gap of every
-# local-flow reading here, not of the counter alone.
+# local-flow reading here, not of the counter alone. `FunctionInfo.bound` does not close it:
+# it is a set of names, the same for `n` bound by the one assignment as for `n` bound by it
+# and a walrus, and the counter needs to know that only one binding gives `n` its value.
 WALRUS = pytest.mark.xfail(strict=True, reason="the IR records no walrus binding")
 
 

@@ -10,6 +10,8 @@ pipeline reduction safely. A receiver we cannot name leaves the group unknown (a
 
 from __future__ import annotations
 
+import pytest
+
 from tests.uniformity.programs import lines, run
 
 COORDINATOR = (
@@ -93,6 +95,36 @@ def test_a_parameter_rebound_in_the_helper_is_not_what_the_caller_passed(program
     code = _round("reduce_over_or_tp(get_tp_group(), self.t)")
     found = run(program_of, code)
     assert lines(found) == [_line(code, "reduce_over_or_tp(get_tp_group(), self.t)")]
+    assert found[0].groups == ()
+
+
+# The helper binds its parameter again where no assignment statement shows it: the reduction
+# may run over the pipeline group, whatever the caller passed, so the group is unknown.
+REBOUND = {
+    "walrus": (
+        "def reduce_over_rebound(group: Coordinator, x):\n"
+        "    if (group := group or get_pp_group()) is None:\n"
+        "        raise ValueError\n"
+        "    return group.all_reduce(x)\n\n"
+    ),
+    "nonlocal-in-a-closure": (
+        "def reduce_over_rebound(group: Coordinator, x):\n"
+        "    def fall_back():\n"
+        "        nonlocal group\n"
+        "        group = get_pp_group()\n\n"
+        "    if not group:\n"
+        "        fall_back()\n"
+        "    return group.all_reduce(x)\n\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("form", sorted(REBOUND))
+def test_a_parameter_rebound_otherwise_is_not_what_the_caller_passed(program_of, form) -> None:
+    code = _round("reduce_over_rebound(get_tp_group(), self.t)")
+    code = code.replace("class S:", REBOUND[form] + "class S:")
+    found = run(program_of, code)
+    assert lines(found) == [_line(code, "reduce_over_rebound(get_tp_group(), self.t)")]
     assert found[0].groups == ()
 
 

@@ -91,7 +91,9 @@ class GroupNames:
         the chain bound that parameter to: the receiver of `get_tp_group().all_reduce(x)`, the
         argument of `reduce_over(get_tp_group(), x)`, a field `self.stage` that every store
         binds to `get_pp_group()`. Empty (any group) when a caller binds it to what we cannot
-        name, or the chain runs through a call that binds no parameter plainly."""
+        name, the callee or a closure in it may bind the parameter again (`Program.binds`: a
+        walrus, a `nonlocal` rebinding too), or the chain runs through a call that binds no
+        parameter plainly."""
         operand = primitive.operand("group")
         ref = operand.ref if operand is not None else None
         for index in range(len(chain) - 1, 0, -1):
@@ -103,7 +105,7 @@ class GroupNames:
                 or callee is None
                 or caller is None
                 or hop.edge not in _BINDING_EDGES
-                or _assigned(callee, ref[0])
+                or self.program.binds(callee.qualname, ref[0])
             ):
                 return set()
             calls = [call] if index == 1 else self._calls_into(caller, hop.line, callee)
@@ -326,9 +328,3 @@ def _argument(callee: FunctionRecord, call: CallSite, param: str) -> Segs | None
     else:
         text = call.kwarg(operand.keyword)
     return (*operand.calls[0], CALL) if text == f"{segs_text(operand.calls[0])}()" else None
-
-
-def _assigned(record: FunctionRecord, name: str) -> bool:
-    """Whether the function binds `name` itself (a parameter reassigned is no longer what the
-    caller passed)."""
-    return any((name,) in stmt.targets for stmt in walk_statements(record.info.body))
