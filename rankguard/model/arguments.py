@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from rankguard.model.records import Resolved, Target
-from rankguard.model.values import Value
+from rankguard.model.values import Value, names_a_callable
 from rankguard.summary.ir import CallSite, FunctionInfo, Operand, walk_statements
 
 if TYPE_CHECKING:
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from rankguard.model.resolve import Resolver
 
 _MAX_ROUNDS = 8
-_CALLABLE_KINDS = ("function", "external", "builtin")
 
 Callers = dict[str, list[tuple[str, CallSite]]]
 
@@ -140,13 +139,7 @@ def passed_at(
 
 
 def _callables(values: Iterable[Value]) -> set[str]:
-    # An external *instance* (`x: Callable` reads as `typing.Callable()`) says nothing about
-    # which callable it is.
-    return {
-        v.name
-        for v in values
-        if v.kind in _CALLABLE_KINDS and not (v.kind == "external" and v.name.endswith("()"))
-    }
+    return {v.name for v in values if names_a_callable(v)}
 
 
 def operand_for(site: CallSite, info: FunctionInfo, name: str) -> Operand | None:

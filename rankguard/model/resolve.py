@@ -6,9 +6,8 @@ lambda, a function stored in a container or an attribute, a generator made by a 
 runs where it is advanced), a builtin value whose methods are the builtin's. A receiver
 *declared* as a class (an annotation, or `self`) reaches the overrides of the classes it may be
 (`rankguard.model.hierarchy`); module namespaces live in `rankguard.model.namespaces`.
-Nothing here guesses without saying so: what cannot be told stays unresolved, and the heuristics
-(a method name defined by exactly one class; a device submodule chosen at run time) are marked
-`fallback`.
+Nothing here guesses without saying so: what cannot be told stays unresolved, and a heuristic
+(the one class defining a method name; a device submodule chosen at run time) is a `fallback`.
 """
 
 from __future__ import annotations
@@ -42,6 +41,7 @@ from rankguard.model.values import (
     DEVICE_MODULES,
     Value,
     external,
+    names_a_callable,
 )
 from rankguard.summary.ir import (
     CALL,
@@ -366,8 +366,8 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
         return call
 
     def returns(self, fn: FunctionRecord) -> tuple[Value, ...]:
-        """What calling `fn` returns: its annotation, else `return Cls(...)` statements; and
-        functions it returns by name (`return inner`), so `f()()` and decorators resolve."""
+        """What calling `fn` returns: its annotation, else `return Cls(...)`; and callables it
+        returns by name (`return inner`, `return dist.all_gather`): `f()()`, decorators."""
         qual = fn.qualname
         cached = self._returns.get(qual)
         if cached is not None:
@@ -391,7 +391,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
                 found.extend(containers(results))
             elif shape[0] == "ref":
                 values = self.evaluate(fn, shape[1])
-                found.extend(v for v in values if v.kind == "function")
+                found.extend(v for v in values if names_a_callable(v))
                 found.extend(containers(values))
                 if len(shape[1]) == 1 and not fn.info.returns:
                     # `opt = A()` / `opt = B()` in branches, then `return opt`: as `return A()`

@@ -39,6 +39,15 @@ def external(name: str) -> Value:
     return Value("external", name)
 
 
+def names_a_callable(value: Value) -> bool:
+    """`value` says which callable a call of it runs: a function, or a library or builtin name
+    (`dist.all_gather_into_tensor`). A library *instance* (`x: Callable` reads as
+    `typing.Callable()`) says nothing about which callable it is."""
+    if value.kind == "external":
+        return not value.name.endswith("()")
+    return value.kind in ("function", "builtin")
+
+
 # `torch.get_device_module()` / `getattr(torch, device_type)`: the accelerator's submodule.
 DEVICE_MODULE_GETTER = "torch.get_device_module"
 DEVICE_MODULES = tuple(

@@ -186,3 +186,34 @@ def test_an_attribute_holds_what_a_call_returns_not_the_function_called(program_
     reached = callees(program, "m.Runner.event_loop")
     assert "m.get_model" not in reached
     assert {"m.step", "m.Runner._finish"} <= reached
+
+
+def test_a_library_function_a_method_returns_is_what_the_attribute_calls(program_of):
+    """`self.gather = self.pick()` where `pick` returns `dist.all_gather_into_tensor` (or an
+    older name, by what the installed library has): calling `self.gather(out, inp)` runs that
+    library function, a collective the round meets there."""
+    program = program_of(
+        {
+            "m.py": """
+            import torch.distributed as dist
+
+
+            class Backend:
+                def __init__(self):
+                    self.gather = self.pick()
+
+                @classmethod
+                def pick(cls):
+                    if hasattr(dist, "all_gather_into_tensor"):
+                        return dist.all_gather_into_tensor
+                    return dist._all_gather_base
+
+                def all_gather(self, out, inp):
+                    return self.gather(out, inp)
+            """
+        }
+    )
+    assert callees(program, "m.Backend.all_gather") == {
+        "torch.distributed.all_gather_into_tensor",
+        "torch.distributed._all_gather_base",
+    }
