@@ -209,6 +209,35 @@ def test_fallback_edge_is_marked(program_of):
     assert callees(program, "pkg.m.use", "call") == set()
 
 
+def test_an_event_or_stream_method_on_an_untyped_receiver_is_no_fallback(program_of):
+    """`events[0].query()`, `stream.wait_event(e)`: CUDA events and streams, work handles and
+    locks define these; the one program class that also does (an inference engine's `query`)
+    is not what runs."""
+    program = program_of(
+        {
+            "pkg/__init__.py": "",
+            "pkg/m.py": """
+                class Engine:
+                    def query(self, uid): pass
+                    def record(self, x): pass
+                    def wait_stream(self, s): pass
+                    def elapsed_time(self, e): pass
+                    def is_completed(self): pass
+                    def acquire(self): pass
+
+                def poll(events, stream, work, lock):
+                    events[0].query()
+                    events[0].record()
+                    stream.wait_stream(stream)
+                    events[0].elapsed_time(events[1])
+                    work.is_completed()
+                    lock.acquire()
+            """,
+        }
+    )
+    assert callees(program, "pkg.m.poll", "fallback") == set()
+
+
 def test_callables_passed_as_values_are_callback_edges(program_of):
     program = program_of(
         {
