@@ -87,14 +87,28 @@ class Tail(Pipe):
         return 3
 """,
         ),
-        # the getter takes an argument: not a getter
+        # a construction helper run after the assert stores the getter's attribute again
         (
             "",
-            _ASSERT.replace("zero_stage()", "zero_stage(1)"),
-            "",
+            _ASSERT + "\n        self._setup()",
+            "\n    def _setup(self):\n        self._config = None\n",
         ),
     ],
-    ids=["no-assert", "reassigned", "overridden", "argument"],
+    ids=["no-assert", "reassigned", "overridden", "helper-stores"],
 )
 def test_unsure_getters_decide_nothing(tmp_path: Path, engine: str, check: str, more: str):
     assert _callees(tmp_path, engine, check, more) == ["run", "synchronize"]
+
+
+def test_an_assert_before_the_base_constructor_decides_nothing(tmp_path: Path):
+    """The base's constructor stores the attribute after the assert has checked it."""
+    code = _PROGRAM.format(engine="", check="pass", more="")
+    code = code.replace(
+        "        super().__init__(config)\n",
+        f"        {_ASSERT}\n        super().__init__(config)\n",
+    )
+    findings = _run(tmp_path, code, {"rounds": ["*.Pipe.train_batch"]})[1].findings
+    assert sorted(f.extra["blocking"]["callee"].rsplit(".", 1)[-1] for f in findings) == [
+        "run",
+        "synchronize",
+    ]
