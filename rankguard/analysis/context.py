@@ -103,7 +103,7 @@ class RoundContext:
             if CALL in segs:
                 return False
             attrs = [s for s in segs[1:] if s != SUBSCRIPT]
-            if not self.stability.settled(cls, attrs[0]):
+            if attrs and not self.stability.settled(cls, attrs[0]):
                 return False
             if not all(map(self.asserted.field_settled, attrs[1:])):
                 return False

@@ -22,10 +22,18 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rankguard.analysis.predicates import Predicates
-from rankguard.analysis.stability import CONSTRUCTORS, SELF, Stability, hands_on, reruns
+from rankguard.analysis.stability import (
+    CONSTRUCTORS,
+    SELF,
+    SUPER_INIT,
+    Stability,
+    hands_on,
+    reruns,
+)
 from rankguard.model.facts import Cond, assume, complemented, refs
 from rankguard.model.program import Program
-from rankguard.summary.ir import Stmt, walk_statements
+from rankguard.model.records import FunctionRecord
+from rankguard.summary.ir import CALL, Segs, Stmt, walk_calls, walk_statements
 
 SelfFacts = Callable[[Mapping[Cond, Any], str | None], dict[Cond, Any]]
 
@@ -104,7 +112,7 @@ class Invariants:
         classes, functions = self.program.classes, self.program.functions
         for other in self.stability.related(cls):
             init = classes[other].methods.get("__init__") if other in classes else None
-            if init is not None and reruns(functions[init].info.body):
+            if init is not None and _reruns(functions[init]):
                 return frozenset()
         return self.stability.inside_super(tuple(bases))
 
@@ -119,10 +127,12 @@ class Invariants:
         """Nothing after the assert in its constructor, and no other part of construction but
         what ran before it (`earlier`), writes what it reads (a helper, a subclass's
         constructor run after `super().__init__()`)."""
-        names = {s[1] for s in refs(cond) if s[0] == SELF and len(s) >= 2}
-        later = {t[1] for stmt in walk_statements(rest) for t in stmt.targets if t[:1] == (SELF,)}
-        if names & later:
-            return False
+        read = [s for s in refs(cond) if s[0] == SELF and len(s) >= 2]
+        names = {s[1] for s in read}
+        for stmt in walk_statements(rest):  # `self._config.pipeline[k] = v` keeps `_config.stage`
+            for t in stmt.targets:
+                if t[:1] == (SELF,) and any(_overlap(t, s) for s in read):
+                    return False
         related = self.stability.related(cls)
         writes = self.stability.construction_writes()
         return all(
@@ -130,3 +140,24 @@ class Invariants:
             for name in names
             for function, owner in writes.get(name, ())
         )
+
+
+def _overlap(target: Segs, read: Segs) -> bool:
+    """A store to `target` may change what `read` reads: one is a prefix of the other."""
+    size = min(len(target), len(read))
+    return target[:size] == read[:size]
+
+
+def _reruns(record: FunctionRecord) -> bool:
+    """A constructor runs some `__init__` again (`stability.reruns`), but for the old spelling
+    of `super().__init__()` in its own class (`super(Engine, self).__init__()`)."""
+    body = record.info.body
+    if not reruns(body):
+        return False
+    calls = list(walk_calls(body))
+    own = any(
+        c.target == ("super",) and c.operands and c.operands[0].ref == (record.info.cls,)
+        for c in calls
+    )
+    named = [c for c in calls if c.target[-1:] == ("__init__",) and c.target != SUPER_INIT]
+    return not own or any(c.target != ("super", CALL, "__init__") for c in named)

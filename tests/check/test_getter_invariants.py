@@ -112,3 +112,52 @@ def test_an_assert_before_the_base_constructor_decides_nothing(tmp_path: Path):
         "run",
         "synchronize",
     ]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # the old spelling of `super().__init__()`, in the base
+        (
+            "    def __init__(self, config):\n        self._config = config\n",
+            "    def __init__(self, config):\n        super(Engine, self).__init__()\n"
+            "        self._config = config\n",
+        ),
+        # a later store into another part of the config keeps its stage
+        (_ASSERT + "\n", _ASSERT + "\n        self._config.extra['k'] = 1\n"),
+        # an assert on `self` itself reads no attribute
+        (_ASSERT + "\n", _ASSERT + "\n        assert self is not None\n"),
+    ],
+    ids=["old-super", "other-part", "bare-self"],
+)
+def test_construction_that_keeps_the_asserted_value_still_decides(
+    tmp_path: Path, old: str, new: str
+):
+    code = _PROGRAM.format(engine="", check=_ASSERT, more="")
+    assert old in code
+    findings = _run(tmp_path, code.replace(old, new), {"rounds": ["*.Pipe.train_batch"]})[1]
+    assert sorted(f.extra["blocking"]["callee"].rsplit(".", 1)[-1] for f in findings.findings) == [
+        "run"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # a later store of the config itself
+        (_ASSERT + "\n", _ASSERT + "\n        self._config = config.copy()\n"),
+        # the base's constructor run again after the assert
+        (_ASSERT + "\n", _ASSERT + "\n        Engine.__init__(self, config)\n"),
+    ],
+    ids=["config-stored-again", "base-rerun"],
+)
+def test_construction_that_may_change_the_asserted_value_decides_nothing(
+    tmp_path: Path, old: str, new: str
+):
+    code = _PROGRAM.format(engine="", check=_ASSERT, more="")
+    assert old in code
+    findings = _run(tmp_path, code.replace(old, new), {"rounds": ["*.Pipe.train_batch"]})[1]
+    assert sorted(f.extra["blocking"]["callee"].rsplit(".", 1)[-1] for f in findings.findings) == [
+        "run",
+        "synchronize",
+    ]
