@@ -71,7 +71,6 @@ from rankguard.analysis.narrowing import Narrowing
 from rankguard.analysis.overrides import configured
 from rankguard.analysis.passed import PassedCallables
 from rankguard.analysis.precision import loop_entry
-from rankguard.analysis.predicates import Predicates
 from rankguard.analysis.reach import FOLLOWED, followed
 from rankguard.analysis.receivers import Receivers
 from rankguard.analysis.results import ResultConditions
@@ -124,9 +123,7 @@ class BlockingAnalysis:
         self.ranks = rank_source_catalog()
         self.passed = PassedCallables(program)
         self.results = ResultConditions(program.functions)
-        self.predicates = Predicates(
-            program, lambda call: bool(platform_facts(call, self.platforms))
-        )
+        self.predicates = self.context.predicates
         self.writers = {r.function.qualname: self.context.round_writers(r.function) for r in rounds}
         self._callers = _callers(program, frozenset().union(*filter(None, self.writers.values())))
         # What summaries say they run (`Summary.writers`): the writers and what calls them.

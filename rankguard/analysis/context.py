@@ -28,9 +28,11 @@ from rankguard.analysis.call_sites import (
     passed_arguments,
 )
 from rankguard.analysis.doubts import SKIPPABLE, passed_on, shaky_facts, shaky_of
-from rankguard.analysis.hardware import StoredProbes
+from rankguard.analysis.hardware import StoredProbes, platform_facts
+from rankguard.analysis.invariants import Invariants
 from rankguard.analysis.narrowing import class_test
 from rankguard.analysis.precision import made_by
+from rankguard.analysis.predicates import Predicates
 from rankguard.analysis.rank_bounds import lone_ranks
 from rankguard.analysis.reach import enclosing
 from rankguard.analysis.settings import NOT_GETTERS, Settings
@@ -68,7 +70,6 @@ class RoundContext:
 
     def __init__(self, program: Program, platforms: Platforms) -> None:
         self.program = program
-        self._invariants: dict[str, dict[Cond, Any]] = {}
         self._rounds: dict[str, dict[Cond, Any]] = {}
         self._aliases: dict[str, dict[tuple[str, ...], tuple[str, ...]]] = {}
         self._computed: dict[str, dict[Segs, Cond]] = {}
@@ -81,6 +82,8 @@ class RoundContext:
         self.stability = Stability(program)
         self.probes = StoredProbes(program, self.stability, platforms)
         self.ranks = rank_source_catalog()
+        self.predicates = Predicates(program, lambda call: bool(platform_facts(call, platforms)))
+        self.asserted = Invariants(program, self.stability, self.predicates, self.self_facts)
 
     # -- stability -----------------------------------------------------------------------------
     def stable(self, cond: Cond, cls: str | None) -> bool:
@@ -100,8 +103,9 @@ class RoundContext:
             if CALL in segs:
                 return False
             attrs = [s for s in segs[1:] if s != SUBSCRIPT]
-            owners = [cls] + [None] * (len(attrs) - 1)
-            if not all(map(self.stability.settled, owners, attrs)):
+            if attrs and not self.stability.settled(cls, attrs[0]):
+                return False
+            if not all(map(self.asserted.field_settled, attrs[1:])):
                 return False
         return True
 
@@ -214,24 +218,7 @@ class RoundContext:
         cls = class_of(record)
         if cls is None or cls not in self.program.classes:
             return {}
-        cached = self._invariants.get(cls)
-        if cached is None:
-            cached = {}
-            for owner in reversed(self.program.mro(cls)):
-                for name in CONSTRUCTORS:
-                    method = self.program.classes[owner].methods.get(name)
-                    if method is None:
-                        continue
-                    body = self.program.functions[method].info.body
-                    for index, stmt in enumerate(body):
-                        if stmt.kind == "expr" and stmt.cond:
-                            facts = self.self_facts(assume(stmt.cond, True), cls)
-                            cached.update(
-                                (c, v)
-                                for c, v in facts.items()
-                                if self.stability.kept_after(cls, method, body[index + 1 :], c)
-                            )
-            self._invariants[cls] = cached
+        cached = self.asserted.of_class(cls)
         probes = self.probes.facts(record)
         return {**cached, **probes} if probes else cached
 

@@ -17,6 +17,12 @@ can run (a call several overrides may answer, a generator, a coroutine, a decora
 one returning a constant stays a call of unknown truth, and a platform probe is left to the
 platform catalog). Helpers inside the test are expanded the same way, a few levels
 deep.
+
+An enum's member spelled in lower case (`Stage.gradients`, which `model.facts` cannot tell
+from an attribute) is written in as the member itself, named by its class's qualified name, so
+the helper's test and the caller's mean the same member wherever either module imports it
+from (`self.zero_stage() >= Stage.gradients` and a constructor's `assert self.zero_stage() <
+Stage.gradients` then test the same thing, `context.invariants`).
 """
 
 from __future__ import annotations
@@ -27,7 +33,8 @@ from dataclasses import replace
 from rankguard.analysis.reach import followed
 from rankguard.analysis.results import PLAIN_DECORATORS, at_call, in_callee_terms
 from rankguard.analysis.settings import NOT_GETTERS
-from rankguard.model.facts import Cond, member, refs
+from rankguard.model.enums import Enums
+from rankguard.model.facts import Cond, Symbol, member, refs
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CALL, CallSite, Segs, Stmt
@@ -44,6 +51,8 @@ class Predicates:
         self.decided = decided  # calls the facts decide by name (a platform probe)
         self._statements: dict[int, Stmt] = {}
         self._tests: dict[tuple[str, int], Cond | None] = {}
+        self._enums = Enums(program)
+        self._members: dict[tuple[str, Segs], Cond | None] = {}
 
     def expanded(self, record: FunctionRecord, stmt: Stmt) -> Stmt:
         """`stmt` with each helper call in its test replaced by the helper's test (`stmt`
@@ -51,6 +60,7 @@ class Predicates:
         found = self._statements.get(id(stmt))
         if found is None:
             cond = self._expand(record.qualname, stmt.cond, stmt.calls, 0)
+            cond = self._named(record.qualname, cond)
             found = stmt if cond == stmt.cond else replace(stmt, cond=cond)
             self._statements[id(stmt)] = found
         return found
@@ -115,7 +125,40 @@ class Predicates:
         if not final.tree or not any(refs(final.tree)):
             return None  # a constant is a default something replaces (a probe's stub, a hook)
         test = self._expand(helper.qualname, final.tree, final.calls, depth + 1)
+        test = self._named(helper.qualname, test)
         return _confined(in_callee_terms(test, local, params))
+
+    def _named(self, function: str, cond: Cond) -> Cond:
+        """`cond` with each lower-case enum member it reads inside `function` (`Stage.gradients`)
+        the member itself (`("const", Symbol("pkg.mod.Stage.gradients"))`)."""
+        tag = cond[0] if cond else "other"
+        if tag == "ref":
+            return self._member(function, cond[1]) or cond
+        if tag == "not":
+            return ("not", self._named(function, cond[1]))
+        if tag in ("and", "or"):
+            return (tag, tuple(self._named(function, c) for c in cond[1]))
+        if tag == "cmp":
+            return ("cmp", cond[1], tuple(self._named(function, c) for c in cond[2]))
+        return cond
+
+    def _member(self, function: str, segs: Segs) -> Cond | None:
+        """`Owner.name` where `Owner` names one enum class of the program inside `function`,
+        and `name` is no method of it and not private."""
+        if len(segs) != 2 or member(segs) or segs[1][:1] == "_" or CALL in segs:
+            return None
+        key = (function, segs)
+        if key not in self._members:
+            found = None
+            values = self.program.evaluate(function, segs[:1])
+            if len(values) == 1 and values[0].kind == "class":
+                cls = self.program.classes.get(values[0].name)
+                mro = self.program.mro(cls.qualname) if cls is not None else ()
+                methods = any(segs[1] in self.program.classes[c].methods for c in mro)
+                if cls is not None and self._enums.enum(cls.qualname) and not methods:
+                    found = ("const", Symbol(f"{cls.qualname}.{segs[1]}"))
+            self._members[key] = found
+        return self._members[key]
 
 
 def _confined(cond: Cond) -> Cond:

@@ -18,9 +18,9 @@ methods may run on it are the MROs of those classes (mixin siblings included).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 
-from rankguard.model.facts import Cond, member, refs
+from rankguard.model.facts import Cond, member
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import (
@@ -93,21 +93,6 @@ class Stability:
         owners = classes if related is None else (c for c in related if c in classes)
         return any(attr in classes[c].methods for c in owners)
 
-    def kept_after(self, cls: str, constructor: str, rest: Sequence[Stmt], cond: Cond) -> bool:
-        """A constructor's assert on `self` still holds once construction ends: nothing after
-        it in that constructor, and no other part of construction (a helper, a subclass's
-        constructor run after `super().__init__()`) writes what it reads."""
-        names = {s[1] for s in refs(cond) if s[0] == SELF and len(s) >= 2}
-        later = {t[1] for stmt in walk_statements(rest) for t in stmt.targets if t[:1] == (SELF,)}
-        if names & later:
-            return False
-        related = self.related(cls)
-        for name in names:
-            for function, owner in self._construction_writes().get(name, ()):
-                if function != constructor and owner in related:
-                    return False
-        return True
-
     def constants(self, cls: str) -> dict[str, Cond]:
         """Attributes every object of `cls` holds a literal constant in (`False`, `None`,
         `Mode.NULL`, as a condition tree) once constructed, decided by the order construction
@@ -138,7 +123,7 @@ class Stability:
             if record.external_bases or record.info.decorators:
                 return {}  # an outside constructor, or a generated one, may not hand on
             body = functions[init].info.body if init else ()
-            if init and (not _hands_on(body) or _reruns(body)):
+            if init and (not hands_on(body) or reruns(body)):
                 return {}
         chain: list[str] = []  # the `__init__`s that run, most derived first
         decided: dict[str, tuple[Cond, int] | None] = {}  # the constant, and where in the MRO
@@ -156,7 +141,7 @@ class Stability:
                 decided[attr] = (tree, index) if tree else None
             if stored & {ANY_NAME, COMPUTED_NAME}:
                 break  # a name the data spells: what is stored here is not followed
-            if classes[owner].external_bases or not _hands_on(body) or _reruns(body):
+            if classes[owner].external_bases or not hands_on(body) or reruns(body):
                 break
         stores = self._construction_stores_of()
         related = self.related(cls)
@@ -165,7 +150,7 @@ class Stability:
             if found is None or not self.settled(cls, attr):
                 continue
             tree, index = found
-            allowed = self._before(tuple(mro[index + 1 :])) | frozenset(chain)
+            allowed = self.inside_super(tuple(mro[index + 1 :])) | frozenset(chain)
             writers = (
                 *stores.get(attr, ()),
                 *stores.get(ANY_NAME, ()),
@@ -175,7 +160,7 @@ class Stability:
                 out[attr] = tree
         return out
 
-    def _before(self, bases: tuple[str, ...]) -> frozenset[str]:
+    def inside_super(self, bases: tuple[str, ...]) -> frozenset[str]:
         """What construction runs only inside a constructor's `super().__init__()`: the
         constructors of the classes after it in the MRO, and the helpers only those (or other
         such helpers) call. What they store, the constructor's own later store overrides."""
@@ -218,14 +203,14 @@ class Stability:
         """The classes whose own methods (construction included) assign `self.<attr>` by name:
         the objects known to carry that attribute."""
         functions = self.program.functions
-        found = {owner for _, owner in self._construction_writes().get(attr, ())}
+        found = {owner for _, owner in self.construction_writes().get(attr, ())}
         for function, target in self.writes().get(attr, ()):
             owner = class_of(functions[function]) if target[:1] == (SELF,) else None
             if owner is not None:
                 found.add(owner)
         return frozenset(found)
 
-    def _construction_writes(self) -> dict[str, list[tuple[str, str]]]:
+    def construction_writes(self) -> dict[str, list[tuple[str, str]]]:
         """attribute -> (construction function, its class) for each `self.a = ...` there."""
         if self._construction_written is None:
             found: dict[str, list[tuple[str, str]]] = defaultdict(list)
@@ -423,15 +408,15 @@ def _self_stores(stmt: Stmt) -> Iterator[Segs]:
             yield target
 
 
-_SUPER_INIT = ("super()", "__init__")
+SUPER_INIT = ("super()", "__init__")
 
 
-def _hands_on(body: tuple[Stmt, ...]) -> bool:
+def hands_on(body: tuple[Stmt, ...]) -> bool:
     """A constructor runs the next one in the MRO whenever it runs: `super().__init__(...)`
     as a statement at the top level of its body, no early exit before it (`if lazy: return`:
     the bases' stores never run, and a class attribute may stand)."""
     for index, stmt in enumerate(body):
-        if stmt.kind == "expr" and any(c.target == _SUPER_INIT for c in stmt.calls):
+        if stmt.kind == "expr" and any(c.target == SUPER_INIT for c in stmt.calls):
             return not _may_leave(body[:index])
     return False
 
@@ -441,10 +426,10 @@ def _may_leave(body: tuple[Stmt, ...]) -> bool:
     return any(s.kind in ("return", "raise") or s.yields for s in walk_statements(body))
 
 
-def _reruns(body: tuple[Stmt, ...]) -> bool:
+def reruns(body: tuple[Stmt, ...]) -> bool:
     """A constructor runs some `__init__` other than through `super().__init__()`
     (`Base.__init__(self)`): a base's constructor may run again after those before it."""
-    return any(c.target[-1:] == ("__init__",) and c.target != _SUPER_INIT for c in walk_calls(body))
+    return any(c.target[-1:] == ("__init__",) and c.target != SUPER_INIT for c in walk_calls(body))
 
 
 def _decider(body: tuple[Stmt, ...], attr: str) -> Cond | None:
