@@ -56,7 +56,7 @@ from rankguard.analysis.precision import (
     rebound,
     returned,
 )
-from rankguard.analysis.reach import edge_of, followed
+from rankguard.analysis.reach import edge_of, ends_process, followed
 from rankguard.analysis.receivers import RECEIVER, Receiver
 from rankguard.analysis.results import at_call, none_tests
 from rankguard.core.chains import WEAK_EDGES, Hop
@@ -130,7 +130,7 @@ class Walk:
         if kind == "return":
             self.returns.append(state)
             return None
-        if kind == "raise":
+        if kind == "raise" or ends_process(self.a.program, self.fn, stmt):
             return None
         if kind in ("break", "continue"):
             if self.loops:

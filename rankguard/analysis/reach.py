@@ -25,6 +25,21 @@ def followed(program: Program, function: str, call: CallSite) -> tuple[Target, .
     return tuple(t for t in program.targets_of(function, call) if t.kind in FOLLOWED)
 
 
+# Calls that end the process (`exit()`, `sys.exit(1)`, `os._exit(0)`): nothing after one runs.
+PROCESS_EXITS = frozenset(("<builtin>.exit", "<builtin>.quit", "sys.exit", "os._exit", "os.abort"))
+
+
+def ends_process(program: Program, function: str, stmt: Stmt) -> bool:
+    """`stmt` is a call that ends the process, made unconditionally: a path through it meets no
+    later collective (its peers are left waiting, but not on a slow call), as past a `raise`."""
+    return stmt.kind == "expr" and any(
+        not (call.deferred or call.under or call.bound)
+        and (targets := followed(program, function, call))
+        and all(t.name in PROCESS_EXITS for t in targets)
+        for call in stmt.calls
+    )
+
+
 def enclosing(body: Sequence[Stmt], call: CallSite) -> list[tuple[Stmt, int]] | None:
     """The statements enclosing `call` in `body`, outermost first, each with the index of the
     block that holds it (None when `call` is not in `body`): the path the analyses read guards

@@ -1353,3 +1353,33 @@ def test_a_module_global_reset_by_its_own_builder_or_another_module_is_no_memo(t
     result = check_files(tmp_path, files, RULE)
     got = {f.extra["blocking"]["text"]: f.extra["confidence"] for f in result.findings}
     assert got == {"subprocess.check_output(['probe', key])": "high", "open('table')": "high"}
+
+
+def test_a_path_that_exits_the_process_meets_no_collective(tmp_path: Path):
+    """`exit()`, `sys.exit(1)`, `os._exit(0)` end the process: what blocks just before them
+    holds up no collective (the peers are left waiting, but not on a slow call), as past a
+    `raise`."""
+    _assert_marked(
+        tmp_path,
+        """
+        import os
+        import sys
+
+        def forward(profile, info, fatal):
+            if profile:
+                subprocess.run(["dump"])
+                exit()
+            if info:
+                subprocess.run(["fail"])
+                sys.exit(1)
+            if fatal:
+                subprocess.run(["abort"])
+                os._exit(2)
+            subprocess.run(["ok"])  # expect
+
+        def event_loop(profile, fatal):
+            while True:
+                forward(profile, {}, fatal)
+                dist.barrier()
+        """,
+    )
