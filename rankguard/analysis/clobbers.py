@@ -327,20 +327,9 @@ class Clobbers:
         callers: dict[str, list[tuple[str, CallSite]]] = defaultdict(list)
         for name in sorted(functions):
             record = functions[name]
-            found: set[Segs] = set()
-            for stmt in walk_statements(record.info.body):
-                for target in stmt.targets:
-                    stored = stored_wild(target)
-                    if stored is not None:
-                        found.add(stored)
-                for call in stmt.calls:
-                    if call.deferred:
-                        continue
-                    targets = program.targets_of(name, call)
-                    found.update(local_wild(call, targets, program) if wild else reflected(call))
-                    for t in targets:
-                        if t.kind in FOLLOWED and t.name in functions:
-                            callers[t.name].append((name, call))
+            found, callees = local_references(program, name, wild)
+            for callee, call in callees:
+                callers[callee].append((name, call))
             known = shapes[name] = shape(record)
             table[name] = own(record, found, known)
         fresh = {n: set(w) for n, w in table.items() if w}  # gained, not yet taken in
@@ -360,3 +349,28 @@ class Clobbers:
                         fresh[caller] = grown
                         work.append(caller)
         return {n: frozenset(w) for n, w in table.items() if w}
+
+
+def local_references(
+    program: Program, name: str, wild: bool
+) -> tuple[set[Segs], list[tuple[str, CallSite]]]:
+    """What `name`'s own statements and calls may change any attribute of (`wild`), or hand
+    `setattr` a computed name (not `wild`), before any callee's is mapped in; and the program
+    functions each call runs, with the call, through which callees' sets come in."""
+    functions = program.functions
+    found: set[Segs] = set()
+    callees: list[tuple[str, CallSite]] = []
+    for stmt in walk_statements(functions[name].info.body):
+        for target in stmt.targets:
+            stored = stored_wild(target)
+            if stored is not None:
+                found.add(stored)
+        for call in stmt.calls:
+            if call.deferred:
+                continue
+            targets = program.targets_of(name, call)
+            found.update(local_wild(call, targets, program) if wild else reflected(call))
+            callees += [
+                (t.name, call) for t in targets if t.kind in FOLLOWED and t.name in functions
+            ]
+    return found, callees

@@ -16,12 +16,11 @@ from typing import Any
 import pytest
 
 from rankguard.analysis import call_writes
-from rankguard.analysis.call_writes import local_wild, mapped, own, reflected, stored_wild
-from rankguard.analysis.clobbers import Clobbers
-from rankguard.analysis.reach import FOLLOWED
+from rankguard.analysis.call_writes import mapped, own
+from rankguard.analysis.clobbers import Clobbers, local_references
 from rankguard.analysis.stability import Stability
 from rankguard.model import Program
-from rankguard.summary.ir import Segs, walk_statements
+from rankguard.summary.ir import Segs
 
 CODE = """
 import foreign
@@ -88,25 +87,12 @@ def reference(program: Program, wild: bool) -> dict[str, frozenset[Segs]]:
     """Every function's own references, then every callee's whole set mapped into every
     caller, over and over, until nothing changes."""
     functions = program.functions
-    local: dict[str, set[Segs]] = {}
+    table: dict[str, set[Segs]] = {}
     edges: list[tuple[str, str, Any]] = []
     for name, record in functions.items():
-        found: set[Segs] = set()
-        for stmt in walk_statements(record.info.body):
-            for target in stmt.targets:
-                stored = stored_wild(target)
-                if stored is not None:
-                    found.add(stored)
-            for call in stmt.calls:
-                if call.deferred:
-                    continue
-                targets = program.targets_of(name, call)
-                found.update(local_wild(call, targets, program) if wild else reflected(call))
-                for t in targets:
-                    if t.kind in FOLLOWED and t.name in functions:
-                        edges.append((name, t.name, call))
-        local[name] = own(record, found)
-    table = {name: set(found) for name, found in local.items()}
+        found, callees = local_references(program, name, wild)
+        edges += [(name, callee, call) for callee, call in callees]
+        table[name] = set(own(record, found))
     changed = True
     while changed:
         changed = False
