@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rankguard.adapters import store
+from rankguard.adapters import keyed, store
 from rankguard.cli import main
 from rankguard.pipelines.check import KEEP_SUMMARIES
 from tests.check.test_edit_sequence import SCHED, _replace
@@ -63,6 +63,41 @@ def test_summaries_kept_in_one_folder_serve_a_copy_in_another(capsys, tmp_path: 
     warm = _check(capsys, second, *cache)
     assert _walked() == EDITED_AND_CALLER
     assert _check(capsys, second, "--no-cache") == warm
+
+
+def test_summaries_written_in_batches_answer_as_those_written_at_the_end(
+    capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A cold run writes its new entries a batch at a time (`adapters.keyed.BATCH`), not all
+    held to the end: with a batch of one byte every entry is its own transaction, and the
+    findings, cold and warm after an edit, are those of a run that writes at the end."""
+    root = shutil.copytree(EXAMPLE, tmp_path / "toysched")
+    whole = ("--cache-dir", str(tmp_path / "whole"))
+    batched = ("--cache-dir", str(tmp_path / "batched"))
+    cold = _check(capsys, root, *whole)
+    whole_writes = store.COUNTS["keyed write"]
+    monkeypatch.setattr(keyed, "BATCH", 1)
+    assert _check(capsys, root, *batched) == cold
+    assert store.COUNTS["keyed write"] == whole_writes > 10
+    _replace(root, SCHED, GC_TEST, GC_EDIT)
+    warm = _check(capsys, root, *batched)
+    assert _walked() == EDITED_AND_CALLER
+    monkeypatch.setattr(keyed, "BATCH", 8 << 20)
+    assert _check(capsys, root, *whole) == warm == _check(capsys, root, "--no-cache")
+
+
+def test_a_batch_is_written_before_the_store_is_closed(tmp_path: Path, monkeypatch):
+    monkeypatch.setattr(keyed, "BATCH", 64)
+    path = tmp_path / "kept.sqlite"
+    kept = keyed.KeyedStore(path)
+    kept.put("small", "x")
+    assert not path.exists()  # under a batch: held
+    kept.put("large", "y" * 100)
+    assert keyed.KeyedStore(path).get("small") == "x"  # another reader sees the batch
+    kept.put("after", 3)
+    assert kept.get("large") == "y" * 100 and kept.get("after") == 3
+    kept.close()
+    assert keyed.KeyedStore(path).get("after") == 3
 
 
 def test_zero_keeps_no_summaries(capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
