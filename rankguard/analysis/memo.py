@@ -88,12 +88,12 @@ def _global_cached(
     record: FunctionRecord, stmt: Stmt, name: str, stability: Stability
 ) -> str | None:
     """`global _h; if _h is None: _h = load()`: a module global this function sets after the
-    test and nothing unsets (`= None`, `del`): not this function (a builder that clears it when
-    its key changes rebuilds with the key, maybe every round), no other function of its module,
-    and no function anywhere through an attribute of that name (`cache._h = None` from another
-    module; another object's private attribute of the same name is taken for it, a miss that
-    only keeps a finding high). Built once per process (`PROCESS` in the cadence;
-    `analysis.warm` lowers what it builds)."""
+    test and nothing unsets (`= None`, `setattr(mod, "_h", None)`): not this function (a builder
+    that clears it when its key changes rebuilds with the key, maybe every round), no other
+    function of its module, and no function anywhere through an attribute of that name
+    (`cache._h = None` from another module; another object's private attribute of the same
+    name is taken for it, a miss that only keeps a finding high). Built once per process
+    (`PROCESS` in the cadence; `analysis.warm` lowers what it builds)."""
     sets = [s for s in walk_statements(record.info.body) if (name,) in s.targets]
     writes = [s for s in sets if s.line > stmt.line and s.tree != ("const", None)]
     if not writes or any(map(_unsets, sets)):
@@ -109,7 +109,8 @@ def _global_cached(
         if target[0] == SELF:
             continue
         body = stability.program.functions[function].info.body
-        if any(_unsets(s) for s in walk_statements(body) if target in s.targets):
+        sets = [s for s in walk_statements(body) if target in s.targets]
+        if not sets or any(map(_unsets, sets)):  # no store: `setattr(cache, "_h", None)`
             return None
     where = f"{record.path}:{writes[0].line}"
     held = f"the module global `{name}`"

@@ -1334,6 +1334,14 @@ def test_a_module_global_reset_by_its_own_builder_or_another_module_is_no_memo(t
             if _table is None:
                 _table = open("table")
             return _table
+
+        _other = None
+
+        def other():
+            global _other
+            if _other is None:
+                _other = open("other")
+            return _other
         """
     )
     loop = HEAD + textwrap.dedent(
@@ -1346,13 +1354,19 @@ def test_a_module_global_reset_by_its_own_builder_or_another_module_is_no_memo(t
                 keyed.get_handle(step)
                 cache.table()
                 cache._table = None
+                cache.other()
+                setattr(cache, "_other", None)
                 dist.barrier()
         """
     )
     files = {"keyed.py": keyed, "cache.py": cache, "mod.py": loop}
     result = check_files(tmp_path, files, RULE)
     got = {f.extra["blocking"]["text"]: f.extra["confidence"] for f in result.findings}
-    assert got == {"subprocess.check_output(['probe', key])": "high", "open('table')": "high"}
+    assert got == {
+        "subprocess.check_output(['probe', key])": "high",
+        "open('table')": "high",
+        "open('other')": "high",
+    }
 
 
 def test_a_path_that_exits_the_process_meets_no_collective(tmp_path: Path):
