@@ -30,6 +30,7 @@ from rankguard.analysis.reach import reach_from
 from rankguard.analysis.rounds import Round
 from rankguard.analysis.stability import CONSTRUCTORS, SELF, Stability, class_of
 from rankguard.core.chains import Hop
+from rankguard.model.named import NAMED
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import Stmt, walk_statements
@@ -99,7 +100,7 @@ class StartUp:
             (
                 (hop, function)
                 for hop, function in zip(call.chain, entered, strict=True)
-                if hop.edge == "fallback" and function in reached
+                if hop.edge == "fallback" and function in reached and self._named(hop, function)
             ),
             None,
         )
@@ -112,6 +113,16 @@ class StartUp:
             "likely a setup step, not sent to the loop"
         )
         return lowered(call, "low", why)
+
+    def _named(self, hop: Hop, function: str) -> bool:
+        """The call at `hop` reaches `function` as a method named at run time (`getattr(obj,
+        name)`), not as the one class defining a method of that name."""
+        return any(
+            target.name == function and target.via == NAMED
+            for resolved in self.program.calls.get(hop.function, ())
+            if resolved.call.line == hop.line
+            for target in resolved.targets
+        )
 
     def _global(self, function: str, root: str) -> bool:
         """The memo `function` builds is held by a module global it declares."""

@@ -52,3 +52,29 @@ def test_a_method_named_at_run_time_that_start_up_calls_is_low(tmp_path: Path):
     assert got == {"mod.Worker.init_device": "low", "mod.Worker.execute_model": "high"}
     (low,) = [f for f in result.findings if f.extra["confidence"] == "low"]
     assert "mod.WorkerProc.__init__" in low.extra["confidence_note"], low.extra["confidence_note"]
+
+
+def test_a_method_guessed_by_its_name_alone_keeps_its_confidence(tmp_path: Path):
+    """The constructor warms up by calling `execute_model` itself, and the loop calls it on an
+    untyped executor (the one class defining the name: a guess, but not a name a message
+    carries): every round runs it, so it stays high."""
+    code = (
+        HEAD
+        + """
+class Worker:
+    def __init__(self):
+        self.execute_model(None)
+
+    def execute_model(self, batch):
+        torch.cuda.synchronize()
+
+    def event_loop(self, executor, batch):
+        while True:
+            executor.execute_model(batch)
+            dist.barrier()
+"""
+    )
+    result = check_files(
+        tmp_path, {"mod.py": code}, [BlockingBeforeCollective], {"rounds": ["*.event_loop"]}
+    )
+    assert [f.extra["confidence"] for f in result.findings] == ["high"]
