@@ -28,6 +28,7 @@ from rankguard.analysis.stability import (
     SUPER_INIT,
     Stability,
     hands_on,
+    may_leave,
     reruns,
 )
 from rankguard.model.facts import Cond, assume, complemented, refs
@@ -88,8 +89,8 @@ class Invariants:
                 record = self.program.functions[method]
                 body = record.info.body
                 for index, stmt in enumerate(body):
-                    if stmt.kind != "expr" or not stmt.cond:
-                        continue
+                    if stmt.kind != "expr" or not stmt.cond or may_leave(body[:index]):
+                        continue  # past `if lazy: return`, a lazily built object skips it
                     test = self.predicates.expanded(record, stmt).cond
                     facts = self.self_facts(complemented(assume(test, True)), cls)
                     earlier = self._earlier(cls, mro[position + 1 :], name, body[:index])

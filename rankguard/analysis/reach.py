@@ -30,8 +30,9 @@ PROCESS_EXITS = frozenset(("<builtin>.exit", "<builtin>.quit", "sys.exit", "os._
 
 
 def ends_process(program: Program, function: str, stmt: Stmt) -> bool:
-    """`stmt` is a call that ends the process, made unconditionally: a path through it meets no
-    later collective (its peers are left waiting, but not on a slow call), as past a `raise`."""
+    """`stmt` is a call that ends the process, made unconditionally: the path ends there, as
+    past a `raise` (its peers are left waiting, but not on a slow call; a `finally:` it would
+    run is not walked, as for a `raise`)."""
     return stmt.kind == "expr" and any(
         not (call.deferred or call.under or call.bound)
         and (targets := followed(program, function, call))

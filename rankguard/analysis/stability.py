@@ -417,11 +417,11 @@ def hands_on(body: tuple[Stmt, ...]) -> bool:
     the bases' stores never run, and a class attribute may stand)."""
     for index, stmt in enumerate(body):
         if stmt.kind == "expr" and any(c.target == SUPER_INIT for c in stmt.calls):
-            return not _may_leave(body[:index])
+            return not may_leave(body[:index])
     return False
 
 
-def _may_leave(body: tuple[Stmt, ...]) -> bool:
+def may_leave(body: tuple[Stmt, ...]) -> bool:
     """An early exit anywhere in `body` (in a branch, loop, `try`): `return`, `raise`, `yield`."""
     return any(s.kind in ("return", "raise") or s.yields for s in walk_statements(body))
 
@@ -444,7 +444,7 @@ def _decider(body: tuple[Stmt, ...], attr: str) -> Cond | None:
             continue
         if stmt.kind != "assign" or stmt.targets != ((SELF, attr),) or not _constant(stmt.tree):
             return None
-        if _may_leave(body[:index]):
+        if may_leave(body[:index]):
             return None
         if any(c.target[-1:] == ("__init__",) for c in walk_calls(body[index + 1 :])):
             return None

@@ -161,3 +161,9 @@ def test_construction_that_may_change_the_asserted_value_decides_nothing(
         "run",
         "synchronize",
     ]
+
+
+def test_an_assert_past_an_early_return_decides_nothing(tmp_path: Path):
+    """`if lazy: return` before the assert: a lazily built object never runs it."""
+    check = "if config is None:\n            return\n        " + _ASSERT
+    assert _callees(tmp_path, check=check) == ["run", "synchronize"]
