@@ -34,7 +34,7 @@ from rankguard.analysis.stability import (
 from rankguard.model.facts import Cond, assume, complemented, refs
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
-from rankguard.summary.ir import CALL, Segs, Stmt, walk_calls, walk_statements
+from rankguard.summary.ir import CALL, SUBSCRIPT, Segs, Stmt, walk_calls, walk_statements
 
 SelfFacts = Callable[[Mapping[Cond, Any], str | None], dict[Cond, Any]]
 
@@ -144,7 +144,11 @@ class Invariants:
 
 
 def _overlap(target: Segs, read: Segs) -> bool:
-    """A store to `target` may change what `read` reads: one is a prefix of the other."""
+    """A store to `target` may change what `read` reads: one is a prefix of the other. An item
+    store (`self._config["stage"] = 3`) may write any key, and an attribute-style config
+    (AttrDict, OmegaConf) reads keys as fields: it counts from its container up."""
+    if SUBSCRIPT in target:
+        target = target[: target.index(SUBSCRIPT)]
     size = min(len(target), len(read))
     return target[:size] == read[:size]
 

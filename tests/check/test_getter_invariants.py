@@ -148,8 +148,10 @@ def test_construction_that_keeps_the_asserted_value_still_decides(
         (_ASSERT + "\n", _ASSERT + "\n        self._config = config.copy()\n"),
         # the base's constructor run again after the assert
         (_ASSERT + "\n", _ASSERT + "\n        Engine.__init__(self, config)\n"),
+        # an item stored into the config: an attribute-style config's field may be that key
+        (_ASSERT + "\n", _ASSERT + '\n        self._config["zero_stage"] = 3\n'),
     ],
-    ids=["config-stored-again", "base-rerun"],
+    ids=["config-stored-again", "base-rerun", "config-item-stored"],
 )
 def test_construction_that_may_change_the_asserted_value_decides_nothing(
     tmp_path: Path, old: str, new: str
