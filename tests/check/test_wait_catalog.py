@@ -302,6 +302,44 @@ def test_work_wait_after_a_completion_poll_is_not_a_wait(tmp_path: Path):
     )
 
 
+def test_a_wait_past_a_loop_polling_for_completion_returns_at_once(tmp_path: Path):
+    """`while not w.is_completed(): await asyncio.sleep(t)` leaves only once the operation is
+    complete, so the `w.wait()` after it (or in the loop's `else`) returns at once; a loop left
+    by `break` may leave before, and a `for` loop tests nothing."""
+    _assert_marked(
+        tmp_path,
+        """
+        import asyncio
+        import threading
+
+        async def event_loop(reqs, t: threading.Thread):
+            while True:
+                work = dist.irecv(torch.ones(1), src=0)
+                while not work.is_completed():
+                    await asyncio.sleep(0.001)
+                work.wait()
+                other = dist.isend(torch.ones(1), dst=1)
+                while not other.is_completed():
+                    await asyncio.sleep(0.001)
+                else:
+                    other.wait()
+                third = dist.isend(torch.ones(1), dst=1)
+                while not third.is_completed():
+                    if reqs:
+                        break
+                third.wait()  # expect
+                fourth = dist.isend(torch.ones(1), dst=1)
+                for _ in reqs:
+                    pass
+                fourth.wait()  # expect
+                while t.is_alive():
+                    await asyncio.sleep(0.1)
+                t.join()
+                dist.barrier()
+        """,
+    )
+
+
 def test_a_zero_sleep_yields_and_does_not_wait(tmp_path: Path):
     """`time.sleep(0)` gives other threads the GIL and returns: no time passes on this rank."""
     _assert_marked(
