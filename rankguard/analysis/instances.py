@@ -26,7 +26,7 @@ from rankguard.analysis.stability import CONSTRUCTORS, Stability
 from rankguard.model.facts import FALSY, TRUTHY, UNKNOWN, Cond
 from rankguard.model.program import Program
 from rankguard.model.records import ClassRecord, FunctionRecord
-from rankguard.summary.ir import CALL, NOT_LITERAL, CallSite, Operand, walk_statements
+from rankguard.summary.ir import CALL, NOT_LITERAL, CallSite, Operand, Segs, walk_statements
 
 _ISINSTANCE = ("isinstance",)
 # Builtin classes no program class derives from unless it names a base outside the program.
@@ -61,15 +61,17 @@ class Instances:
         is an instance of exactly `Cls`): the value of each `isinstance(param, ...)` in
         `callee`, and a record's fields the constructor leaves at their defaults or sets to a
         literal (`Params(key=k).req is None`)."""
-        if not any(lone_call(o) for o in call.operands):
+        if not any(lone_call(o) or _bare_name(o) for o in call.operands):
             return {}  # asked at every call the walk enters: most pass no constructed object
         passed = passed_arguments(callee, call)
         positional = [o for o in call.operands if o.keyword is None]
         out: dict[Cond, Any] = {}
         for param, (key, _) in passed.items():
             operand = positional[int(key)] if key.isdigit() else call.operand(key)
-            cls = self._constructed(caller, operand) if operand is not None else None
-            if operand is None or cls is None:
+            if operand is None:
+                continue
+            cls = self._constructed(caller, operand) or self._singleton(caller, call, operand)
+            if cls is None:
                 continue
             for name, cond, elements in self.tests(callee):
                 value = self._decides(cls, elements) if name == param else None
@@ -139,12 +141,50 @@ class Instances:
         return self._tests[name]
 
     def _constructed(self, caller: FunctionRecord, operand: Operand) -> str | None:
-        """The class an argument that is one call's result alone is exactly an instance of:
-        not where `__new__` or a metaclass may hand back another class's object, nor where a
-        base outside the program (other than a record's) may."""
-        if not lone_call(operand):
+        """The class an argument that is one call's result alone is exactly an instance of."""
+        return self._exact(caller, operand.calls[0]) if lone_call(operand) else None
+
+    def _singleton(self, caller: FunctionRecord, call: CallSite, operand: Operand) -> str | None:
+        """`build(_SPEC)` where the module's one binding of the global `_SPEC` is `_SPEC =
+        Spec(...)` at its top level: a module-level instance handed to a dispatcher is as exact
+        as `build(Spec(...))`. A name the caller or an enclosing function binds (a parameter,
+        a local, a comprehension's variable), or a global bound again anywhere (`global`, a
+        loop, an import, an item store), decides nothing."""
+        if not _bare_name(operand):
             return None
-        values = self.program.resolver.evaluate(caller, (*operand.calls[0], CALL))
+        assert operand.ref is not None
+        name = operand.ref[0]
+        if any(name == bound for bound, _ in call.bound) or self._local(caller, name):
+            return None
+        binders = self.program.resolver.module_binders(caller.module, name)
+        if len(binders) != 1 or binders[0][0] != "assign":
+            return None
+        stmt = binders[0][1]
+        shape = stmt.value
+        if len(stmt.targets) != 1 or not shape or shape[0] != "call" or len(shape) > 2:
+            return None
+        return self._exact(self.program.functions[caller.module], shape[1])
+
+    def _local(self, caller: FunctionRecord, name: str) -> bool:
+        """`name` is a parameter or a binding of the caller or of a function enclosing it."""
+        parts = caller.qualname.split(".<locals>.")
+        for depth in range(len(parts), 0, -1):
+            record = self.program.functions.get(".<locals>.".join(parts[:depth]))
+            if record is None:
+                continue
+            if name in record.info.global_names:
+                return False  # declared global: the module's binding, which the binders list
+            if record.info.bound and name in record.info.bound:
+                return True
+            if any(p.name == name for p in record.info.params):
+                return True
+        return False
+
+    def _exact(self, caller: FunctionRecord, callee: Segs) -> str | None:
+        """The class whose instance calling `callee` exactly makes: not where `__new__` or a
+        metaclass may hand back another class's object, nor where a base outside the program
+        (other than a record's) may."""
+        values = self.program.resolver.evaluate(caller, (*callee, CALL))
         names = {v.name for v in values}
         exact = len(names) == 1 and all(v.kind == "instance" and v.via is None for v in values)
         cls = next(iter(names)) if exact else None
@@ -187,6 +227,11 @@ class Instances:
             elif external and names & _BUILTINS:
                 unknown = True  # `class Count(int)`: a base outside the program
         return None if unknown else False
+
+
+def _bare_name(operand: Operand) -> bool:
+    """The argument is one plain name (`f(_SPEC)`), not an attribute or a call."""
+    return operand.ref is not None and len(operand.ref) == 1 and not operand.calls
 
 
 def _record(cls: ClassRecord) -> bool:

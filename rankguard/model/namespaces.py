@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rankguard.model.cycles import Cycles
 from rankguard.model.values import Value, external
@@ -91,6 +91,10 @@ class ModuleNamespaces:
                         table[target[0]].append(("assign_in", (qual, stmt)))
         self._globals[module] = table
         return table
+
+    def module_binders(self, module: str, name: str) -> tuple[tuple[str, Any], ...]:
+        """Every binding of the global `name` of `module` (`_module_globals`' kinds)."""
+        return tuple(self._module_globals(module).get(name, ()))
 
     def _star_sources(self, module: str) -> list[str]:
         summary = self.p.modules[module].summary

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.check.test_blocking import _assert_marked
 
 
@@ -231,6 +233,67 @@ def test_an_argument_the_call_constructs_decides_isinstance_in_the_callee(tmp_pa
         {"rounds": ["mod.loop", "mod.flushing_loop"]},
     )
     assert {f.extra["round"] for f in findings} == {"mod.flushing_loop"}
+
+
+_REGISTRY = """
+class Spec:
+    pass
+
+class SamplingSpec(Spec):
+    pass
+
+class RotarySpec(Spec):
+    pass
+
+_SAMPLING = SamplingSpec()
+_REBOUND = SamplingSpec()
+for _LOOPED in (SamplingSpec(),):
+    pass
+
+def reset():
+    global _REBOUND
+    _REBOUND = RotarySpec()
+
+def build(spec):
+    if isinstance(spec, SamplingSpec):
+        return 1
+    if isinstance(spec, RotarySpec):
+        time.sleep(1)  # REACHED
+        return 2
+    open("neither")  # REACHED
+
+def loop(x):
+    while True:
+        sample(x)
+        dist.barrier()
+"""
+
+
+def test_a_module_singleton_decides_isinstance_as_a_constructed_argument_does(tmp_path: Path):
+    # `build(_SAMPLING)` with `_SAMPLING = SamplingSpec()` the module's one binding of that
+    # global: as exact as `build(SamplingSpec())`, so a registry's other branches do not run.
+    sample = "def sample(x):\n    build(_SAMPLING)\n"
+    _assert_marked(
+        tmp_path, _REGISTRY.replace("  # REACHED", "") + sample, {"rounds": ["mod.loop"]}
+    )
+
+
+@pytest.mark.parametrize(
+    "sample",
+    [
+        "def sample(x):\n    build(_REBOUND)\n",  # bound again under `global`
+        "def sample(x):\n    build(_LOOPED)\n",  # bound by a module-level loop
+        "def sample(_SAMPLING):\n    build(_SAMPLING)\n",  # a parameter of that name
+        "def sample(x):\n    _SAMPLING = x\n    build(_SAMPLING)\n",  # a local
+        "def sample(x):\n    [build(_SAMPLING) for _SAMPLING in x]\n",  # a comprehension's
+        "def sample(x):\n    _SAMPLING = x\n\n    def inner():\n        build(_SAMPLING)\n\n"
+        "    inner()\n",  # the enclosing function's local
+    ],
+    ids=["global-rebound", "loop-bound", "parameter", "local", "comprehension", "enclosing"],
+)
+def test_a_name_bound_otherwise_decides_nothing(tmp_path: Path, sample: str):
+    code = _REGISTRY.replace("# REACHED", "# expect") + sample
+    _assert_marked(tmp_path, code, {"rounds": ["mod.loop"]})
 
 
 def test_a_reassigned_parameter_or_a_base_outside_the_program_decides_nothing(tmp_path: Path):
