@@ -70,14 +70,19 @@ class Instances:
             operand = positional[int(key)] if key.isdigit() else call.operand(key)
             if operand is None:
                 continue
-            cls = self._constructed(caller, operand) or self._singleton(caller, call, operand)
+            cls = (
+                self._constructed(caller, operand)
+                or _handed_on(operand, known)
+                or self._singleton(caller, call, operand)
+            )
             if cls is None:
                 continue
+            out[exactly(param)] = cls  # for a call that hands the parameter on
             for name, cond, elements in self.tests(callee):
                 value = self._decides(cls, elements) if name == param else None
                 if value is not None:
                     out[cond] = TRUTHY if value else FALSY
-            made = producer(stmt_calls, call, operand.calls[0])
+            made = producer(stmt_calls, call, operand.calls[0]) if operand.calls else None
             if made is not None:
                 out.update(self._fields(param, cls, made, known))
         return out
@@ -227,6 +232,21 @@ class Instances:
             elif external and names & _BUILTINS:
                 unknown = True  # `class Count(int)`: a base outside the program
         return None if unknown else False
+
+
+def exactly(name: str) -> Cond:
+    """The fact key under which a parameter's exact class is known (`type(name)`): assigning
+    the name forgets it as it forgets every fact that reads the name."""
+    return ("call", ("type",), (("ref", (name,)),), ())
+
+
+def _handed_on(operand: Operand, known: Mapping[Cond, Any]) -> str | None:
+    """`super().build(spec)` inside a dispatcher entered with `spec` exactly a `Spec`."""
+    if not _bare_name(operand):
+        return None
+    assert operand.ref is not None
+    cls = known.get(exactly(operand.ref[0]))
+    return cls if isinstance(cls, str) else None
 
 
 def _bare_name(operand: Operand) -> bool:

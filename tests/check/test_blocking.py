@@ -22,6 +22,7 @@ def _run(tmp_path: Path, body: str, settings: dict[str, Any] | None = None, **op
 
 def _assert_marked(tmp_path: Path, body: str, settings: dict[str, Any] | None = None) -> list:
     code, result = _run(tmp_path, body, settings)
+    assert not result.failures, result.failures  # a rule that raised would hide findings
     got = sorted(f.line for f in result.findings)
     assert got == marked_lines(code), "\n".join(f"{f.line}: {f.message}" for f in result.findings)
     return result.findings

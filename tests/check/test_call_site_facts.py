@@ -278,6 +278,92 @@ def test_a_module_singleton_decides_isinstance_as_a_constructed_argument_does(tm
     )
 
 
+_HANDED_ON = """
+class Spec:
+    pass
+
+class SamplingSpec(Spec):
+    pass
+
+class RotarySpec(Spec):
+    pass
+
+class Base:
+    @classmethod
+    def build(cls, spec):
+        if isinstance(spec, RotarySpec):
+            time.sleep(1)  # expect
+        return spec
+
+class Cuda(Base):
+    @classmethod
+    def build(cls, spec):
+        if isinstance(spec, SamplingSpec):
+            return 1
+        return super().build(spec)
+
+class Rebinding(Base):
+    @classmethod
+    def build(cls, spec):
+        spec = pick(spec)
+        return super().build(spec)
+
+def loop():
+    while True:
+        Cuda.build(RotarySpec())
+        Cuda.build(SamplingSpec())
+        dist.barrier()
+
+def rebinding_loop():
+    while True:
+        Rebinding.build(SamplingSpec())
+        dist.barrier()
+"""
+
+
+@pytest.mark.parametrize("round_name", ["mod.loop", "mod.rebinding_loop"])
+def test_a_dispatcher_hands_the_exact_class_on_to_its_base(tmp_path: Path, round_name: str):
+    # A backend's registry tries its own specs, then hands the spec on to its base's registry
+    # (`super().build(spec)`): the base's branch runs for the class the caller constructed
+    # (`RotarySpec`), and for any class once the parameter is rebound before it is handed on.
+    _assert_marked(tmp_path, _HANDED_ON, {"rounds": [round_name]})
+
+
+def test_a_handed_on_class_decides_the_base(tmp_path: Path):
+    # Called with a `SamplingSpec` only: the base's `RotarySpec` branch does not run.
+    _assert_marked(
+        tmp_path,
+        """
+        class Spec:
+            pass
+
+        class SamplingSpec(Spec):
+            pass
+
+        class RotarySpec(Spec):
+            pass
+
+        class Base:
+            @classmethod
+            def build(cls, spec):
+                if isinstance(spec, RotarySpec):
+                    time.sleep(1)
+                return spec
+
+        class Cuda(Base):
+            @classmethod
+            def build(cls, spec):
+                return super().build(spec)
+
+        def loop():
+            while True:
+                Cuda.build(SamplingSpec())
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
+
+
 @pytest.mark.parametrize(
     "sample",
     [
