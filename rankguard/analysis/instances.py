@@ -35,6 +35,9 @@ _BUILTINS = frozenset(("int", "float", "bool", "str", "bytes", "list", "dict", "
 # Bases outside the program whose classes are records: the constructor stores the fields it
 # is given, and the class's defaults for the rest (a program `@dataclass` is one too).
 _RECORD_BASES = frozenset(("Struct", "NamedTuple"))
+# Bases outside the program that neither construct nor test instances in their own way:
+# `typing.Generic` only adds type parameters (`class Spec(Generic[T])`).
+_PLAIN_BASES = frozenset(("object", "Generic"))
 # (parameter, the test, the classes each listed element names; None: one the model cannot place)
 _Test = tuple[str, Cond, tuple[frozenset[str] | None, ...]]
 
@@ -267,10 +270,10 @@ def _metaclass(classes: Sequence[ClassRecord]) -> bool:
 
 def _foreign(classes: Sequence[ClassRecord]) -> bool:
     """A base outside the program other than a record's (`msgspec.Struct`, `NamedTuple`,
-    which construct and test plainly): it may define `__new__`, `__post_init__`, or be an
-    `abc.ABC` whose `register` makes virtual subclasses."""
+    which construct and test plainly) or a plain one (`_PLAIN_BASES`): it may define
+    `__new__`, `__post_init__`, or be an `abc.ABC` whose `register` makes virtual subclasses."""
     external = (b.rsplit(".", 1)[-1] for c in classes for b in c.external_bases)
-    return any(b not in _RECORD_BASES | {"object"} for b in external)
+    return any(b not in _RECORD_BASES | _PLAIN_BASES for b in external)
 
 
 def _isinstance_tests(cond: Cond) -> Iterator[Cond]:

@@ -13,7 +13,7 @@ from rankguard.model.records import ClassRecord, FunctionRecord, ModuleRecord, R
 from rankguard.model.resolve import Resolver, suspends
 from rankguard.model.slots import through_slots
 from rankguard.model.values import BUILTIN_PREFIX
-from rankguard.summary.ir import FileSummary, Stmt, walk_calls, walk_statements
+from rankguard.summary.ir import SUBSCRIPT, FileSummary, Stmt, walk_calls, walk_statements
 
 # What resolution learned, keyed so it can be cached beside the summaries and re-applied:
 # class links, each function's call targets in `walk_calls` order, callbacks, unresolved calls,
@@ -123,7 +123,10 @@ def _link_classes(program: Program, resolver: Resolver) -> None:
         holder = program.functions.get(record.module)
         if holder is None:
             continue
-        for base in record.info.bases:
+        for written in record.info.bases:
+            # `Spec[int]`, `Generic[T]`: type parameters for checkers; the base is what they
+            # subscript.
+            base = written[:-1] if len(written) > 1 and written[-1] == SUBSCRIPT else written
             values = resolver.evaluate(holder, base)
             linked = False
             for value in values:

@@ -382,6 +382,38 @@ def test_a_name_bound_otherwise_decides_nothing(tmp_path: Path, sample: str):
     _assert_marked(tmp_path, code, {"rounds": ["mod.loop"]})
 
 
+def test_a_generic_base_decides_isinstance_as_a_plain_one_does(tmp_path: Path):
+    # `typing.Generic` adds type parameters, not a `__new__` or an `__instancecheck__`: a spec
+    # class typed by what it builds (`class Spec(Generic[T])`) is as exact as a plain one.
+    _assert_marked(
+        tmp_path,
+        """
+        from typing import Generic, TypeVar
+
+        T = TypeVar("T")
+
+        class Spec(Generic[T]):
+            pass
+
+        class SamplingSpec(Spec[int]):
+            pass
+
+        class RotarySpec(Spec[str]):
+            pass
+
+        def build(spec):
+            if isinstance(spec, RotarySpec):
+                time.sleep(1)
+
+        def loop():
+            while True:
+                build(SamplingSpec())
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
+
+
 def test_a_reassigned_parameter_or_a_base_outside_the_program_decides_nothing(tmp_path: Path):
     _assert_marked(
         tmp_path,

@@ -403,6 +403,34 @@ def test_method_order_is_c3(program_of):
     assert callees(program, "pkg.m.use") == {"pkg.m.D", "pkg.m.C.func"}
 
 
+def test_a_subscripted_base_is_the_class_it_subscripts(program_of):
+    # `class Sampling(Spec[int])`, `class Spec(Generic[T])`: the parameters are for type
+    # checkers; the base is `Spec`, whose methods the subclass inherits.
+    program = program_of(
+        {
+            "pkg/__init__.py": "",
+            "pkg/m.py": """
+                from typing import Generic, TypeVar
+
+                T = TypeVar("T")
+
+                class Spec(Generic[T]):
+                    def describe(self):
+                        pass
+
+                class Sampling(Spec[int]):
+                    pass
+
+                def use():
+                    Sampling().describe()
+            """,
+        }
+    )
+    assert program.mro("pkg.m.Sampling") == ["pkg.m.Sampling", "pkg.m.Spec"]
+    assert program.classes["pkg.m.Spec"].external_bases == ["typing.Generic"]
+    assert "pkg.m.Spec.describe" in callees(program, "pkg.m.use")
+
+
 def test_a_parameter_or_local_shadows_a_global(program_of):
     # PyCG external/attribute_assigned: `a` inside `fn` is the parameter, not the global.
     program = program_of(
