@@ -303,11 +303,9 @@ class Walk:
             if same(following, current):
                 break
             current = following
-        if stmt.infinite:
-            return join(breaks)
         if stmt.cond:  # a `while` left without `break`: its test was false (`w.is_completed()`)
             current = current.evolve(taken=(*current.taken, (stmt.cond, False)))
-        normal = self.block(stmt.blocks[1], current, guards, cadence)
+        normal = None if stmt.infinite else self.block(stmt.blocks[1], current, guards, cadence)
         return join([normal, *breaks])
 
     def try_(self, stmt: Stmt, state: State, guards: Guards, cadence: str | None) -> State | None:
