@@ -63,6 +63,7 @@ from rankguard.analysis.blocking_types import (
 from rankguard.analysis.blocking_walk import Walk
 from rankguard.analysis.clobbers import Clobbers
 from rankguard.analysis.context import RoundContext
+from rankguard.analysis.critical_sections import CriticalSections
 from rankguard.analysis.hardware import platform_facts
 from rankguard.analysis.instances import Instances
 from rankguard.analysis.launches import Launches
@@ -139,6 +140,7 @@ class BlockingAnalysis:
         self._cuts: dict[MemoKey, list[_Cut]] = {}
         self._traces: list[_Trace] = []
         self.start_up = StartUp(program, self.context.stability, self.memo)
+        self.sections = CriticalSections(program)
         self.kept = (
             KeptSummaries(
                 program,
@@ -359,10 +361,15 @@ class BlockingAnalysis:
         def judged(call: BlockingCall) -> BlockingCall:
             return configured(self.start_up.set_up(rnd, self.start_up.filled(rnd, call)))
 
+        short = self.sections.short  # a lock no holder keeps across a wait
         return Regions(
             rnd,
-            [_with_blocking(p, judged(p.blocking)) for p in pairs.values()],
-            [judged(c) for c in tail.values()],
+            [
+                _with_blocking(p, judged(p.blocking))
+                for p in pairs.values()
+                if not short(p.blocking)
+            ],
+            [judged(c) for c in tail.values() if not short(c)],
             every,
         )
 
