@@ -153,13 +153,18 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
             return []
         if shape[0] == "either":
             return [v for side in shape[1] for v in self._value_of(fn, stmt, side)]
+        # An annotation the model places is trusted over the value (`x: Base = make()` may be
+        # any class derived from `Base`); one it cannot place (`"Table"`) defers to the value.
         if shape[0] == "annotated":
-            return list(self._instances(fn, shape[1]))
+            declared = list(self._instances(fn, shape[1]))
+            return declared or self._value_of(fn, stmt, shape[2] if len(shape) > 2 else ())
         if shape[0] == "items":  # a container of T: `bound` carries the element's kind
-            return [Value("items", v.name, bound=v.kind) for v in self._instances(fn, shape[1])]
+            held = [Value("items", v.name, bound=v.kind) for v in self._instances(fn, shape[1])]
+            return held + self._value_of(fn, stmt, shape[2] if len(shape) > 2 else ())
         if shape[0] == "call":
-            if len(shape) > 2:  # annotated and called: trust the annotation
-                return list(self._instances(fn, shape[2]))
+            declared = list(self._instances(fn, shape[2])) if len(shape) > 2 else []
+            if declared:
+                return declared
             computed = computed_attribute(self, fn, stmt, shape[1])
             return list(computed or self.call_results(fn, shape[1]))
         if shape[0] == "ref":

@@ -400,7 +400,8 @@ class _Builder:
             elif ann:
                 shape = (*shape, ann)
             elif element_ref(node.annotation) is not None:
-                shape = ("items", element_ref(node.annotation))
+                # `set[int]` names the elements; the value (`set()`) says what holds them
+                shape = ("items", element_ref(node.annotation), shape)
         if shape[0] == "ref" and value is not None and is_value_ref(value):
             self._value_refs[-1].append((shape[1], node.lineno))
         reads = list(r.reads)

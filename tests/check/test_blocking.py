@@ -83,6 +83,10 @@ def test_with_lock_acquires(tmp_path: Path):
             def __init__(self):
                 self._lock = threading.Lock()
 
+            def flush(self, path):  # another thread may hold the lock across a write
+                with self._lock:
+                    open(path).write("x")
+
             def event_loop(self):
                 while True:
                     with self._lock:  # expect

@@ -431,6 +431,46 @@ def test_a_subscripted_base_is_the_class_it_subscripts(program_of):
     assert "pkg.m.Spec.describe" in callees(program, "pkg.m.use")
 
 
+def test_an_annotated_container_attribute_has_its_value_s_methods(program_of):
+    # `self._done: set[int] = set()`: the annotation names the elements; the value is a set,
+    # whose `add` is the builtin's. An annotation the model cannot place defers to the value.
+    program = program_of(
+        {
+            "pkg/__init__.py": "",
+            "pkg/m.py": """
+                from collections import deque
+
+                class Req:
+                    def run(self):
+                        pass
+
+                class W:
+                    def __init__(self):
+                        self._done: set[int] = set()
+                        self._reqs: list[Req] = []
+                        self._queue: deque[Req] = deque()
+                        self._table: "Table" = dict()
+
+                    def m(self):
+                        self._done.add(1)
+                        self._reqs.append(Req())
+                        self._queue.popleft()
+                        self._table.pop(1)
+                        for r in self._reqs:
+                            r.run()
+            """,
+        }
+    )
+    found = callees(program, "pkg.m.W.m")
+    assert {
+        "<builtin>.set().add",
+        "<builtin>.list().append",
+        "collections.deque().popleft",
+        "<builtin>.dict().pop",
+        "pkg.m.Req.run",
+    } <= found
+
+
 def test_a_parameter_or_local_shadows_a_global(program_of):
     # PyCG external/attribute_assigned: `a` inside `fn` is the parameter, not the global.
     program = program_of(
