@@ -174,10 +174,6 @@ class CallClassifier:
             return None
         if any(unreachable_while(call, taken, m, False) for m in entry.ready):
             return None
-        if entry.stream_wait:
-            env = bound(call, env, known or {}, self.placement.attribute)
-            if receiver_fact(call, stmt_calls, env, self.placement.attribute) == DEVICE:
-                return None  # NCCL: the current stream waits for the operation, not the host
         if guard == "tensor-device":
             env = bound(call, env, known or {}, self.placement.attribute)
             fact = receiver_fact(call, stmt_calls, env, self.placement.attribute)

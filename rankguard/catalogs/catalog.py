@@ -74,7 +74,6 @@ class BlockingEntry:
     block_arg: int | None = None
     timeout_arg: int | None = None
     ready: tuple[str, ...] = ()  # receiver methods whose truth means the wait returns at once
-    stream_wait: bool = False  # on a device operation's handle, only the stream waits
     origin: str = "catalog"  # catalog | config
 
 
@@ -93,7 +92,6 @@ def _entry(data: dict, origin: str, where: str) -> BlockingEntry:
         block_arg=data.get("block-arg"),
         timeout_arg=data.get("timeout-arg"),
         ready=tuple(data.get("ready", ())),
-        stream_wait=bool(data.get("stream-wait", False)),
         origin=origin,
     )
 

@@ -245,10 +245,6 @@ def of_tree(tree: Any, env: Env, known: Facts, attrs: Attrs) -> str | None:
                 return CPU  # PyTorch's default device
     if module in _TENSOR_MODULES or segs in _TENSOR_FUNCTIONS:
         return combined(_operand(t, env, known, attrs) for t in args)
-    if kwargs.get("async_op") == ("const", True) and args:
-        # `dist.broadcast(t, src, async_op=True)`: the handle is of an operation on `t`, and
-        # waiting on it means what it does where `t` lives (`Work.wait`, `stream-wait`)
-        return of_tree(args[0], env, known, attrs)
     if method in KEEPS and len(segs) >= 2:
         return _receiver(tree, env, known, attrs)
     return None

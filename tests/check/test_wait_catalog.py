@@ -340,30 +340,6 @@ def test_a_wait_past_a_loop_polling_for_completion_returns_at_once(tmp_path: Pat
     )
 
 
-def test_a_wait_on_a_device_tensors_operation_orders_the_stream_not_the_host(tmp_path: Path):
-    """For an operation on device tensors (NCCL), `Work.wait()` makes the current CUDA stream
-    wait and the host goes on; on host tensors (gloo, a CPU group) the host waits, and where
-    the tensors' placement is not known it may."""
-    _assert_marked(
-        tmp_path,
-        """
-        def event_loop(group, cpu_group, x):
-            while True:
-                t = torch.ones(1, device="cuda")
-                handle = dist.broadcast(t, src=0, group=group, async_op=True)
-                handle.wait()
-                h = torch.ones(1)
-                on_host = dist.broadcast(h, src=0, group=cpu_group, async_op=True)
-                on_host.wait()  # expect
-                unknown = dist.all_reduce(x, async_op=True)
-                unknown.wait()  # expect
-                gathered = dist.all_gather_into_tensor(t, t, async_op=True)
-                gathered.wait()
-                dist.barrier()
-        """,
-    )
-
-
 def test_a_zero_sleep_yields_and_does_not_wait(tmp_path: Path):
     """`time.sleep(0)` gives other threads the GIL and returns: no time passes on this rank."""
     _assert_marked(
