@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.rounds import Round
 from rankguard.core.chains import Hop
-from rankguard.model.facts import Cond
-from rankguard.summary.ir import CallSite, Stmt, segs_text
+from rankguard.model.facts import Cond, refs
+from rankguard.summary.ir import CallSite, Segs, Stmt, segs_text
 
 Key = tuple[str, int, int, str]
 Guards = tuple[tuple[Cond, bool], ...]
@@ -279,3 +279,21 @@ def run_past(stmt: Stmt) -> Sequence[CallSite]:
         return stmt.calls
     failing = (stmt.cond, False)
     return tuple(c for c in stmt.calls if failing not in c.under)
+
+
+def forget_taken(state: State, targets: Sequence[Segs]) -> State:
+    """`state` without the tests taken on what an assignment to `targets` rebinds (`if
+    w.is_completed():` says nothing of the `w` bound after it)."""
+    taken = tuple(
+        t for t in state.taken if not any(r[: len(g)] == g for g in targets for r in refs(t[0]))
+    )
+    return state if len(taken) == len(state.taken) else state.evolve(taken=taken)
+
+
+def left_while(state: State, cond: Cond) -> State:
+    """Past a `while` left without `break`: its test was false (`while not w.is_completed():`
+    then `w.wait()`), where it reads only locals, which only an assignment the walk sees
+    rebinds (an attribute, `self.work`, may be rebound by any call)."""
+    if not cond or any(len(r) > 2 or r[0] in ("self", "cls") for r in refs(cond)):
+        return state
+    return state.evolve(taken=(*state.taken, (cond, False)))

@@ -14,8 +14,10 @@ from rankguard.analysis.blocking_types import (
     Pair,
     State,
     Summary,
+    forget_taken,
     join,
     keep_pair,
+    left_while,
     merge,
     run_past,
     same,
@@ -235,8 +237,7 @@ class Walk:
             paired = returned(self.a.program, self.fn, self.a.classify.returns, stmt, len(names))
             facts = dict(zip(names, paired, strict=True)) if paired else facts
         elif stmt.kind == "assign" and not single and whole and place is not None:
-            # `values, counts = torch.unique(x, return_counts=True)`: each part of a tensor
-            # function's result, or of a tensor, lives where the whole does
+            # `values, counts = torch.unique(x, return_counts=True)`: parts live with the whole
             facts = dict.fromkeys(names, place)
         for name, fact in facts.items():
             rebound(env, name)
@@ -271,6 +272,7 @@ class Walk:
         known = state.known
         for target in targets:
             known = self.a.forget_stored(forget_shaky(forget(known, target), target), target)
+        state = forget_taken(state, targets)
         return state if known is state.known else state.evolve(known=known)
 
     def forget(self, state: State, targets: Sequence[Segs]) -> State:
@@ -282,10 +284,9 @@ class Walk:
         return state if len(env) == len(state.env) else state.evolve(env=env)
 
     def loop(self, stmt: Stmt, state: State, guards: Guards, cadence: str | None) -> State | None:
-        # A `for` header advances what it iterates: a generator's body runs here. Its target
-        # takes an element of what it iterates, which lives where that does.
-        # Every pass binds the target afresh, to an element of what was iterated from the start
-        # (`for row in rows: row = row.item()` reads a row each time, not the last number).
+        # A `for` header advances what it iterates (a generator's body runs here); every pass
+        # binds its target afresh to an element, which lives where the iterable does (`for row
+        # in rows: row = row.item()` reads a row each time, not the last number).
         state = self.assign(stmt, self.calls(stmt.calls, state, guards, cadence, advance=True))
         entry = current = state
         names = [t[0] for t in stmt.targets if len(t) == 1]
@@ -303,8 +304,7 @@ class Walk:
             if same(following, current):
                 break
             current = following
-        if stmt.cond:  # a `while` left without `break`: its test was false (`w.is_completed()`)
-            current = current.evolve(taken=(*current.taken, (stmt.cond, False)))
+        current = left_while(current, stmt.cond)
         normal = None if stmt.infinite else self.block(stmt.blocks[1], current, guards, cadence)
         return join([normal, *breaks])
 

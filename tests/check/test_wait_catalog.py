@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.check.test_blocking import _assert_marked
 
 
@@ -338,6 +340,68 @@ def test_a_wait_past_a_loop_polling_for_completion_returns_at_once(tmp_path: Pat
                 dist.barrier()
         """,
     )
+
+
+@pytest.mark.parametrize(
+    "program",
+    [
+        # the handle polled is not the one waited on: the name is bound again between
+        """
+        import asyncio
+
+        async def event_loop():
+            while True:
+                work = dist.irecv(torch.ones(1), src=0)
+                while not work.is_completed():
+                    await asyncio.sleep(0.001)
+                work = dist.irecv(torch.ones(1), src=1)
+                work.wait()  # expect
+                dist.barrier()
+        """,
+        # an attribute any call may rebind: no fact past the loop
+        """
+        import asyncio
+
+        class S:
+            def refresh(self):
+                self.work = dist.irecv(torch.ones(1), src=1)
+
+            async def event_loop(self):
+                while True:
+                    self.work = dist.irecv(torch.ones(1), src=0)
+                    while not self.work.is_completed():
+                        await asyncio.sleep(0.001)
+                    self.refresh()
+                    self.work.wait()  # expect
+                    dist.barrier()
+        """,
+        # the thread polled is not the one joined
+        """
+        import threading
+
+        def event_loop(t: threading.Thread, u: threading.Thread):
+            while True:
+                while t.is_alive():
+                    time.sleep(0.1)  # expect
+                t = u
+                t.join()  # expect
+                dist.barrier()
+        """,
+        # the same, under `if` (a review of the loop-exit change found it there first)
+        """
+        def event_loop():
+            while True:
+                work = dist.irecv(torch.ones(1), src=0)
+                if work.is_completed():
+                    work = dist.irecv(torch.ones(1), src=1)
+                    work.wait()  # expect
+                dist.barrier()
+        """,
+    ],
+    ids=["rebound", "attribute", "thread", "if-rebound"],
+)
+def test_a_completion_test_says_nothing_of_what_is_bound_after_it(tmp_path: Path, program: str):
+    _assert_marked(tmp_path, program)
 
 
 def test_a_zero_sleep_yields_and_does_not_wait(tmp_path: Path):
