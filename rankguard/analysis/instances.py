@@ -18,6 +18,7 @@ generated one (no `__init__`/`__post_init__` of its own).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from rankguard.analysis.call_sites import passed_arguments
@@ -37,7 +38,7 @@ _BUILTINS = frozenset(("int", "float", "bool", "str", "bytes", "list", "dict", "
 _RECORD_BASES = frozenset(("Struct", "NamedTuple"))
 # Bases outside the program that neither construct nor test instances in their own way:
 # `typing.Generic` only adds type parameters (`class Spec(Generic[T])`).
-_PLAIN_BASES = frozenset(("object", "Generic"))
+_PLAIN_BASES = frozenset(("object", "typing.Generic", "typing_extensions.Generic"))
 # (parameter, the test, the classes each listed element names; None: one the model cannot place)
 _Test = tuple[str, Cond, tuple[frozenset[str] | None, ...]]
 
@@ -51,6 +52,7 @@ class Instances:
         self.stability = stability
         self._tests: dict[str, tuple[_Test, ...]] = {}
         self._records: dict[str, dict[str, Any] | None] = {}
+        self._written: _Writes | None = None
 
     def entry_facts(
         self,
@@ -73,14 +75,13 @@ class Instances:
             operand = positional[int(key)] if key.isdigit() else call.operand(key)
             if operand is None:
                 continue
-            cls = (
-                self._constructed(caller, operand)
-                or _handed_on(operand, known)
-                or self._singleton(caller, call, operand)
-            )
+            cls = self._constructed(caller, operand)
+            if cls is None and self._kept(callee, param):
+                cls = _handed_on(operand, known) or self._singleton(caller, call, operand)
             if cls is None:
                 continue
-            out[exactly(param)] = cls  # for a call that hands the parameter on
+            if self._kept(callee, param):
+                out[exactly(param)] = cls  # for a call that hands the parameter on
             for name, cond, elements in self.tests(callee):
                 value = self._decides(cls, elements) if name == param else None
                 if value is not None:
@@ -152,6 +153,18 @@ class Instances:
         """The class an argument that is one call's result alone is exactly an instance of."""
         return self._exact(caller, operand.calls[0]) if lone_call(operand) else None
 
+    def _kept(self, callee: FunctionRecord, param: str) -> bool:
+        """`param` is a named parameter of `callee` that nothing rebinds in it (in any form: a
+        walrus, `match ... as`, an import, a nested function's `nonlocal`), and no code of the
+        program assigns an object's `__class__`: a class known on entry holds all through."""
+        named = any(p.name == param for p in callee.info.params)
+        return named and not self.program.binds(callee.qualname, param) and not self._writes().cls
+
+    def _writes(self) -> _Writes:
+        if self._written is None:
+            self._written = _writes_of(self.program)
+        return self._written
+
     def _singleton(self, caller: FunctionRecord, call: CallSite, operand: Operand) -> str | None:
         """`build(_SPEC)` where the module's one binding of the global `_SPEC` is `_SPEC =
         Spec(...)` at its top level: a module-level instance handed to a dispatcher is as exact
@@ -165,13 +178,30 @@ class Instances:
         if any(name == bound for bound, _ in call.bound) or self._local(caller, name):
             return None
         binders = self.program.resolver.module_binders(caller.module, name)
-        if len(binders) != 1 or binders[0][0] != "assign":
+        if len(binders) != 1 or binders[0][0] != "assign" or self._rebound(caller.module, name):
             return None
         stmt = binders[0][1]
         shape = stmt.value
         if len(stmt.targets) != 1 or not shape or shape[0] != "call" or len(shape) > 2:
             return None
         return self._exact(self.program.functions[caller.module], shape[1])
+
+    def _rebound(self, module: str, name: str) -> bool:
+        """The module binds `name` more than once anywhere in its body (under `if`, `try`,
+        `with ... as`), takes names from a star import, lets a function rebind it (`global`) or
+        calls `globals()`; or some code stores an attribute of that name (`mod.NAME = ...`,
+        `setattr(x, "NAME", ...)`), which may be the module's."""
+        writes = self._writes()
+        if name in writes.attributes or module in writes.dynamic:
+            return True
+        body = self.program.functions[module]
+        stores = sum((name,) in s.targets for s in walk_statements(body.info.body))
+        star = any(i.bound == "*" for i in self.program.modules[module].summary.imports)
+        rebinding = any(
+            r.module == module and name in r.info.global_names
+            for r in self.program.functions.values()
+        )
+        return stores != 1 or star or rebinding
 
     def _local(self, caller: FunctionRecord, name: str) -> bool:
         """`name` is a parameter or a binding of the caller or of a function enclosing it."""
@@ -237,6 +267,31 @@ class Instances:
         return None if unknown else False
 
 
+@dataclass(frozen=True, slots=True)
+class _Writes:
+    """What the program writes that may change a name's value or an object's class unseen."""
+
+    attributes: frozenset[str]  # attribute names stored (`x.NAME = ...`, `setattr(x, "NAME", ...)`)
+    dynamic: frozenset[str]  # modules that call `globals()`
+    cls: bool  # some code assigns an object's `__class__`
+
+
+def _writes_of(program: Program) -> _Writes:
+    attributes: set[str] = set()
+    dynamic: set[str] = set()
+    for record in program.functions.values():
+        for stmt in walk_statements(record.info.body):
+            attributes.update(t[-1] for t in stmt.targets if len(t) > 1)
+            if any(t[:1] == ("globals",) for t in stmt.targets):  # `globals()[k] = v`
+                dynamic.add(record.module)
+            for call in stmt.calls:
+                if call.target == ("globals",):
+                    dynamic.add(record.module)
+                elif call.target == ("setattr",) and len(call.args) > 1:
+                    attributes.add(call.args[1].strip("'\""))
+    return _Writes(frozenset(attributes), frozenset(dynamic), "__class__" in attributes)
+
+
 def exactly(name: str) -> Cond:
     """The fact key under which a parameter's exact class is known (`type(name)`): assigning
     the name forgets it as it forgets every fact that reads the name."""
@@ -272,8 +327,8 @@ def _foreign(classes: Sequence[ClassRecord]) -> bool:
     """A base outside the program other than a record's (`msgspec.Struct`, `NamedTuple`,
     which construct and test plainly) or a plain one (`_PLAIN_BASES`): it may define
     `__new__`, `__post_init__`, or be an `abc.ABC` whose `register` makes virtual subclasses."""
-    external = (b.rsplit(".", 1)[-1] for c in classes for b in c.external_bases)
-    return any(b not in _RECORD_BASES | _PLAIN_BASES for b in external)
+    external = [b for c in classes for b in c.external_bases if b not in _PLAIN_BASES]
+    return any(b.rsplit(".", 1)[-1] not in _RECORD_BASES for b in external)
 
 
 def _isinstance_tests(cond: Cond) -> Iterator[Cond]:

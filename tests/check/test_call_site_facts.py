@@ -382,6 +382,103 @@ def test_a_name_bound_otherwise_decides_nothing(tmp_path: Path, sample: str):
     _assert_marked(tmp_path, code, {"rounds": ["mod.loop"]})
 
 
+_SINGLETON = """
+import os
+import sys
+
+class Spec:
+    pass
+
+class SamplingSpec(Spec):
+    pass
+
+class RotarySpec(Spec):
+    pass
+
+def build(spec):
+    if isinstance(spec, RotarySpec):
+        time.sleep(1)  # expect
+        return 2
+    return 1
+
+def loop():
+    while True:
+        sample()
+        dist.barrier()
+
+_SPEC = SamplingSpec()
+
+def sample():
+    build(_SPEC)
+"""
+
+
+@pytest.mark.parametrize(
+    "rebinding",
+    [
+        'if os.environ.get("ROTARY"):\n    _SPEC = RotarySpec()\n',
+        "try:\n    import flash_attn\nexcept ImportError:\n    _SPEC = RotarySpec()\n",
+        'with open("x") as _SPEC:\n    pass\n',
+        "def swap(specs):\n    global _SPEC\n    for _SPEC in specs:\n        pass\n",
+        'globals()["_SPEC"] = RotarySpec()\n',
+        'setattr(sys.modules[__name__], "_SPEC", RotarySpec())\n',
+        "_SPEC.__class__ = RotarySpec\n",
+        "from other import *\n",
+    ],
+    ids=["if", "try", "with-as", "global-for", "globals", "setattr", "class-assigned", "star"],
+)
+def test_a_singleton_bound_otherwise_anywhere_decides_nothing(tmp_path: Path, rebinding: str):
+    _assert_marked(tmp_path, _SINGLETON + rebinding, {"rounds": ["mod.loop"]})
+
+
+@pytest.mark.parametrize(
+    "handing_on",
+    [
+        "        if (spec := RotarySpec()):\n            pass\n",
+        "        def swap():\n            nonlocal spec\n            spec = RotarySpec()\n"
+        "        swap()\n",
+        "        match RotarySpec():\n"
+        "            case RotarySpec() as spec:\n                pass\n",
+    ],
+    ids=["walrus", "nonlocal", "match-as"],
+)
+def test_a_parameter_rebound_in_any_form_hands_no_class_on(tmp_path: Path, handing_on: str):
+    code = _HANDED_ON.replace("        spec = pick(spec)\n", handing_on)
+    _assert_marked(tmp_path, code, {"rounds": ["mod.rebinding_loop"]})
+
+
+def test_a_keyword_caught_by_kwargs_is_no_parameter(tmp_path: Path):
+    # `dispatch(spec=...)` fills `**kw`; the `spec` inside is the module's global.
+    _assert_marked(
+        tmp_path,
+        """
+        class Spec:
+            pass
+
+        class SamplingSpec(Spec):
+            pass
+
+        class RotarySpec(Spec):
+            pass
+
+        spec = RotarySpec()
+
+        def build(p):
+            if isinstance(p, RotarySpec):
+                time.sleep(1)  # expect
+
+        def dispatch(**kw):
+            build(spec)
+
+        def loop():
+            while True:
+                dispatch(spec=SamplingSpec())
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
+
+
 def test_a_generic_base_decides_isinstance_as_a_plain_one_does(tmp_path: Path):
     # `typing.Generic` adds type parameters, not a `__new__` or an `__instancecheck__`: a spec
     # class typed by what it builds (`class Spec(Generic[T])`) is as exact as a plain one.
@@ -404,6 +501,34 @@ def test_a_generic_base_decides_isinstance_as_a_plain_one_does(tmp_path: Path):
         def build(spec):
             if isinstance(spec, RotarySpec):
                 time.sleep(1)
+
+        def loop():
+            while True:
+                build(SamplingSpec())
+                dist.barrier()
+        """,
+        {"rounds": ["mod.loop"]},
+    )
+
+
+def test_a_base_named_generic_outside_typing_decides_nothing(tmp_path: Path):
+    _assert_marked(
+        tmp_path,
+        """
+        from mylib import Generic
+
+        class Spec(Generic):
+            pass
+
+        class SamplingSpec(Spec):
+            pass
+
+        class RotarySpec(Spec):
+            pass
+
+        def build(spec):
+            if isinstance(spec, RotarySpec):
+                time.sleep(1)  # expect
 
         def loop():
             while True:
