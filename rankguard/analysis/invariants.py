@@ -24,6 +24,7 @@ from typing import Any
 from rankguard.analysis.predicates import Predicates
 from rankguard.analysis.stability import (
     CONSTRUCTORS,
+    OLD_SUPER_INIT,
     SELF,
     SUPER_INIT,
     Stability,
@@ -34,7 +35,7 @@ from rankguard.analysis.stability import (
 from rankguard.model.facts import Cond, assume, complemented, refs
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
-from rankguard.summary.ir import CALL, SUBSCRIPT, Segs, Stmt, walk_calls, walk_statements
+from rankguard.summary.ir import SUBSCRIPT, Segs, Stmt, walk_calls, walk_statements
 
 SelfFacts = Callable[[Mapping[Cond, Any], str | None], dict[Cond, Any]]
 
@@ -93,7 +94,7 @@ class Invariants:
                         continue  # past `if lazy: return`, a lazily built object skips it
                     test = self.predicates.expanded(record, stmt).cond
                     facts = self.self_facts(complemented(assume(test, True)), cls)
-                    earlier = self._earlier(cls, mro[position + 1 :], name, body[:index])
+                    earlier = self._earlier(cls, mro[position + 1 :], method, body[:index])
                     rest = body[index + 1 :]
                     out.update(
                         (c, v)
@@ -103,12 +104,14 @@ class Invariants:
         return out
 
     def _earlier(
-        self, cls: str, bases: Sequence[str], name: str, before: Sequence[Stmt]
+        self, cls: str, bases: Sequence[str], constructor: str, before: Sequence[Stmt]
     ) -> frozenset[str]:
         """The construction functions that run only inside a top-level `super().__init__()`
+        (or its old spelling in the constructor's own class, `super(Pipe, self).__init__()`)
         before the assert (`before`: what precedes it), so before it; none where a constructor
         of the family may run a base's `__init__` again."""
-        if name != "__init__" or not hands_on(tuple(before)):
+        info = self.program.functions[constructor].info
+        if info.name != "__init__" or not hands_on(tuple(before), info.cls):
             return frozenset()
         classes, functions = self.program.classes, self.program.functions
         for other in self.stability.related(cls):
@@ -165,4 +168,4 @@ def _reruns(record: FunctionRecord) -> bool:
         for c in calls
     )
     named = [c for c in calls if c.target[-1:] == ("__init__",) and c.target != SUPER_INIT]
-    return not own or any(c.target != ("super", CALL, "__init__") for c in named)
+    return not own or any(c.target != OLD_SUPER_INIT for c in named)

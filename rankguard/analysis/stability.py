@@ -411,14 +411,30 @@ def _self_stores(stmt: Stmt) -> Iterator[Segs]:
 SUPER_INIT = ("super()", "__init__")
 
 
-def hands_on(body: tuple[Stmt, ...]) -> bool:
+OLD_SUPER_INIT = ("super", CALL, "__init__")  # `super(Engine, self).__init__()`
+
+
+def hands_on(body: tuple[Stmt, ...], own: str | None = None) -> bool:
     """A constructor runs the next one in the MRO whenever it runs: `super().__init__(...)`
     as a statement at the top level of its body, no early exit before it (`if lazy: return`:
-    the bases' stores never run, and a class attribute may stand)."""
+    the bases' stores never run, and a class attribute may stand). Given the constructor's
+    class (`own`, as `FunctionInfo.cls` spells it), its old spelling `super(Own,
+    self).__init__(...)` counts too: the same next class, on the same object."""
     for index, stmt in enumerate(body):
-        if stmt.kind == "expr" and any(c.target == SUPER_INIT for c in stmt.calls):
+        if stmt.kind == "expr" and _runs_super_init(stmt, own):
             return not may_leave(body[:index])
     return False
+
+
+def _runs_super_init(stmt: Stmt, own: str | None) -> bool:
+    if any(c.target == SUPER_INIT for c in stmt.calls):
+        return True
+    if own is None or not any(c.target == OLD_SUPER_INIT for c in stmt.calls):
+        return False
+    return any(
+        c.target == ("super",) and [o.ref for o in c.operands] == [(own,), (SELF,)]
+        for c in stmt.calls
+    )
 
 
 def may_leave(body: tuple[Stmt, ...]) -> bool:

@@ -123,12 +123,17 @@ def test_an_assert_before_the_base_constructor_decides_nothing(tmp_path: Path):
             "    def __init__(self, config):\n        super(Engine, self).__init__()\n"
             "        self._config = config\n",
         ),
+        # ... and in the class that asserts: it hands `self` on as `super().__init__()` does
+        (
+            "        super().__init__(config)\n",
+            "        super(Pipe, self).__init__(config)\n",
+        ),
         # a later store into another part of the config keeps its stage
         (_ASSERT + "\n", _ASSERT + "\n        self._config.extra['k'] = 1\n"),
         # an assert on `self` itself reads no attribute
         (_ASSERT + "\n", _ASSERT + "\n        assert self is not None\n"),
     ],
-    ids=["old-super", "other-part", "bare-self"],
+    ids=["old-super", "old-super-here", "other-part", "bare-self"],
 )
 def test_construction_that_keeps_the_asserted_value_still_decides(
     tmp_path: Path, old: str, new: str
