@@ -409,8 +409,6 @@ def _self_stores(stmt: Stmt) -> Iterator[Segs]:
 
 
 SUPER_INIT = ("super()", "__init__")
-
-
 OLD_SUPER_INIT = ("super", CALL, "__init__")  # `super(Engine, self).__init__()`
 
 
