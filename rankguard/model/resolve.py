@@ -40,6 +40,7 @@ from rankguard.model.values import (
     DEVICE_MODULE_GETTER,
     DEVICE_MODULES,
     Value,
+    builtin_instance,
     external,
     names_a_callable,
 )
@@ -155,15 +156,14 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
             return [v for side in shape[1] for v in self._value_of(fn, stmt, side)]
         # An annotation the model places is trusted over the value (`x: Base = make()` may be
         # any class derived from `Base`); one it cannot place (`"Table"`) defers to the value.
+        value = shape[2] if len(shape) > 2 and shape[0] in ("annotated", "items") else ()
         if shape[0] == "annotated":
-            declared = list(self._instances(fn, shape[1]))
-            return declared or self._value_of(fn, stmt, shape[2] if len(shape) > 2 else ())
+            return list(self._instances(fn, shape[1])) or self._value_of(fn, stmt, value)
         if shape[0] == "items":  # a container of T: `bound` carries the element's kind
             held = [Value("items", v.name, bound=v.kind) for v in self._instances(fn, shape[1])]
-            return held + self._value_of(fn, stmt, shape[2] if len(shape) > 2 else ())
+            return held + self._value_of(fn, stmt, value)  # and the container itself
         if shape[0] == "call":
-            declared = list(self._instances(fn, shape[2])) if len(shape) > 2 else []
-            if declared:
+            if len(shape) > 2 and (declared := list(self._instances(fn, shape[2]))):
                 return declared
             computed = computed_attribute(self, fn, stmt, shape[1])
             return list(computed or self.call_results(fn, shape[1]))
@@ -175,9 +175,9 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
                 for segs in shape[1]
                 for v in self.evaluate(fn, segs)
                 if v.kind in ("function", "class", "instance")
-            ] + [_builtin_instance(shape[2])]
+            ] + [builtin_instance(shape[2])]
         if shape[0] == "const" and shape[1][:1] in ("'", '"'):
-            return [_builtin_instance("str")]
+            return [builtin_instance("str")]
         return []
 
     def _instances(self, fn: FunctionRecord, annotation: Segs) -> tuple[Value, ...]:
@@ -199,7 +199,7 @@ class Resolver(Stores, ModuleNamespaces, Decorators, LocalTypes):
             return ()
         head = segs[0]
         if head == "<str>":
-            values: tuple[Value, ...] = (_builtin_instance("str"),)
+            values: tuple[Value, ...] = (builtin_instance("str"),)
         elif scope and head in scope:
             values = scope[head]
         else:
@@ -494,11 +494,6 @@ def suspends(info: FunctionInfo) -> bool:
     """Calling the function makes a generator and runs nothing (a context manager's generator
     is run by its decorator)."""
     return info.is_generator and not any(d and d[-1] in _CONTEXT_MANAGERS for d in info.decorators)
-
-
-def _builtin_instance(kind: str) -> Value:
-    """A value of a builtin type (`{}`, `[]`, `"..."`): its methods are the builtin's."""
-    return external(f"{BUILTIN_PREFIX}{kind}()")
 
 
 def _is_property(fn: FunctionRecord) -> bool:

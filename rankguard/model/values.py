@@ -39,6 +39,11 @@ def external(name: str) -> Value:
     return Value("external", name)
 
 
+def builtin_instance(kind: str) -> Value:
+    """A value of a builtin type (`{}`, `[]`, `"..."`): its methods are the builtin's."""
+    return external(f"{BUILTIN_PREFIX}{kind}()")
+
+
 def names_a_callable(value: Value) -> bool:
     """`value` says which callable a call of it runs: a function, or a library or builtin name
     (`dist.all_gather_into_tensor`). A library *instance* (`x: Callable` reads as
