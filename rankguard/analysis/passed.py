@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from rankguard.model.arguments import passed_at
+from rankguard.model.arguments import Told, held_or_told, told_at
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord, Target
 from rankguard.summary.ir import CallSite
@@ -24,6 +24,9 @@ class PassedCallables:
     def __init__(self, program: Program) -> None:
         self.program = program
         self._called: dict[str, tuple[str, ...]] = {}
+        # (caller, id of the site, callee, parameter) -> the site (held, so its id stays its
+        # own) and what it tells apart from the path's binding (`model.arguments.told_at`).
+        self._told: dict[tuple[str, int, str, str], tuple[CallSite, Told]] = {}
 
     def binding(
         self,
@@ -33,13 +36,22 @@ class PassedCallables:
         held: Mapping[str, frozenset[str]],
     ) -> Binding:
         """What `call` passes for the parameters `callee` calls (`held`: the caller's own
-        parameters' binding on this path, handed on)."""
+        parameters' binding on this path, handed on). Asked at every entry of every path
+        (the collective index, the blocking walk): what the site alone tells is read once
+        per site, and `held` decides the rest on each path."""
         out: Binding = {}
         for name in self.parameters_called(callee):
-            found = passed_at(self.program, caller.qualname, call, callee, name, held)
+            found = held_or_told(self._told_at(caller.qualname, call, callee, name), held)
             if found is not None:
                 out[name] = found
         return out
+
+    def _told_at(self, caller: str, call: CallSite, callee: str, name: str) -> Told:
+        key = (caller, id(call), callee, name)
+        kept = self._told.get(key)
+        if kept is None or kept[0] is not call:
+            kept = self._told[key] = (call, told_at(self.program, caller, call, callee, name))
+        return kept[1]
 
     def closure(self, target: Target) -> Binding:
         """What a decorator's wrapper holds in the decorator's parameter where the call

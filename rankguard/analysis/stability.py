@@ -55,6 +55,7 @@ class Stability:
         self._construction_stores: dict[str, list[tuple[str, str]]] | None = None
         self._constants: dict[str, dict[str, Cond]] = {}
         self._inside: dict[tuple[str, ...], frozenset[str]] = {}
+        self._callers_table: dict[str, list[tuple[str, bool]]] | None = None
 
     def settled(self, cls: str | None, attr: str) -> bool:
         """No function that may run on an object of `cls` assigns `attr` after construction
@@ -330,7 +331,14 @@ class Stability:
 
     def _callers(self) -> dict[str, list[tuple[str, bool]]]:
         """method -> (caller, called on `self`) for each call that may reach it; a method whose
-        name some unresolved call spells may be reached from anywhere (no entry)."""
+        name some unresolved call spells may be reached from anywhere (no entry). A scan of the
+        whole program, asked by `construction()` and by every `inside_super(bases)`: built
+        once, as the program does not change under this object (read it, never change it)."""
+        if self._callers_table is None:
+            self._callers_table = self._build_callers()
+        return self._callers_table
+
+    def _build_callers(self) -> dict[str, list[tuple[str, bool]]]:
         callers: dict[str, list[tuple[str, bool]]] = defaultdict(list)
         unresolved: set[str] = set()
         for caller in sorted(self.program.calls):

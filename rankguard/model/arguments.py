@@ -126,16 +126,34 @@ def passed_at(
     """What the call `site` in `caller` passes for `callee`'s parameter `name`, told from this
     call site alone: the callables it names, or, for a parameter of `caller`, what `known`
     (the caller's own binding on this path) says it holds. None: not told here."""
+    return held_or_told(told_at(program, caller, site, callee, name), known)
+
+
+# What a site says of one parameter apart from the caller's binding: the bare name it hands on
+# (`known` answers for it first, if it holds it), and the answer otherwise.
+Told = tuple[str | None, frozenset[str] | None]
+
+
+def told_at(program: Program, caller: str, site: CallSite, callee: str, name: str) -> Told:
+    """`passed_at` without `known`: the part of its answer the call site alone decides, so
+    one reading of the site serves every path that reaches it."""
     operand = operand_for(site, program.functions[callee].info, name)
     if operand is None or operand.ref is None:
-        return None
+        return None, None
     segs = operand.ref
-    if len(segs) == 1 and segs[0] in known:
-        return known[segs[0]]
-    if len(segs) == 1 and parameter_owner(program, caller, segs[0]) is not None:
-        return None
+    head = segs[0] if len(segs) == 1 else None
+    if head is not None and parameter_owner(program, caller, head) is not None:
+        return head, None
     found = _callables(program.resolver.evaluate(program.functions[caller], segs))
-    return frozenset(found) if found else None
+    return head, frozenset(found) if found else None
+
+
+def held_or_told(told: Told, known: Mapping[str, frozenset[str]]) -> frozenset[str] | None:
+    """`told_at`'s answer on a path whose caller's parameters hold `known`."""
+    head, found = told
+    if head is not None and head in known:
+        return known[head]
+    return found
 
 
 def _callables(values: Iterable[Value]) -> set[str]:
