@@ -21,17 +21,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rankguard.analysis.predicates import Predicates
-from rankguard.analysis.stability import (
-    CONSTRUCTORS,
+from rankguard.analysis.constructors import (
     OLD_SUPER_INIT,
     SELF,
     SUPER_INIT,
-    Stability,
     hands_on,
     may_leave,
     reruns,
 )
+from rankguard.analysis.predicates import Predicates
+from rankguard.analysis.stability import CONSTRUCTORS, Stability
 from rankguard.model.facts import Cond, assume, complemented, refs
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord

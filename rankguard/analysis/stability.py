@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 
+from rankguard.analysis.constructors import SELF, hands_on, may_leave, reruns
 from rankguard.model.facts import Cond, member
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
@@ -34,7 +35,6 @@ from rankguard.summary.ir import (
 )
 
 CONSTRUCTORS = frozenset(("__init__", "__post_init__", "__new__"))
-SELF = "self"
 _ANY = None  # a write whose receiver's class the model does not know
 UNTYPED = "<untyped>"  # the receiver of `setattr(...)` when the call does not name one
 ANY_NAME = "<any attribute>"  # `obj.__dict__[k] = v`: any name
@@ -414,44 +414,6 @@ def _self_stores(stmt: Stmt) -> Iterator[Segs]:
     for target in statement_writes(stmt):
         if len(target) >= 2 and target[0] == SELF:
             yield target
-
-
-SUPER_INIT = ("super()", "__init__")
-OLD_SUPER_INIT = ("super", CALL, "__init__")  # `super(Engine, self).__init__()`
-
-
-def hands_on(body: tuple[Stmt, ...], own: str | None = None) -> bool:
-    """A constructor runs the next one in the MRO whenever it runs: `super().__init__(...)`
-    as a statement at the top level of its body, no early exit before it (`if lazy: return`:
-    the bases' stores never run, and a class attribute may stand). Given the constructor's
-    class (`own`, as `FunctionInfo.cls` spells it), its old spelling `super(Own,
-    self).__init__(...)` counts too: the same next class, on the same object."""
-    for index, stmt in enumerate(body):
-        if stmt.kind == "expr" and _runs_super_init(stmt, own):
-            return not may_leave(body[:index])
-    return False
-
-
-def _runs_super_init(stmt: Stmt, own: str | None) -> bool:
-    if any(c.target == SUPER_INIT for c in stmt.calls):
-        return True
-    if own is None or not any(c.target == OLD_SUPER_INIT for c in stmt.calls):
-        return False
-    return any(
-        c.target == ("super",) and [o.ref for o in c.operands] == [(own,), (SELF,)]
-        for c in stmt.calls
-    )
-
-
-def may_leave(body: tuple[Stmt, ...]) -> bool:
-    """An early exit anywhere in `body` (in a branch, loop, `try`): `return`, `raise`, `yield`."""
-    return any(s.kind in ("return", "raise") or s.yields for s in walk_statements(body))
-
-
-def reruns(body: tuple[Stmt, ...]) -> bool:
-    """A constructor runs some `__init__` other than through `super().__init__()`
-    (`Base.__init__(self)`): a base's constructor may run again after those before it."""
-    return any(c.target[-1:] == ("__init__",) and c.target != SUPER_INIT for c in walk_calls(body))
 
 
 def _decider(body: tuple[Stmt, ...], attr: str) -> Cond | None:
