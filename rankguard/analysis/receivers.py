@@ -1,8 +1,9 @@
 """Which class `self` is, where the call site knows: exact receivers narrow dispatch.
 
 Class-hierarchy analysis gives `self.parse()` in a base method every subclass's override. Where
-the object is known exactly (`FLAG = Plain(None)` at module level, `x = Plain(1)` in the caller)
-only the method its own class finds runs, and inside that method `self` is still that object.
+the object is known exactly (`FLAG = Plain(None)` at module level, `x = Plain(1)` in the caller,
+or built by the call itself: `Plain(1).get()`, a class called by name) only the method its own
+class finds runs, and inside that method `self` is still that object.
 The walk carries the receiver's classes as an entry fact (`RECEIVER`) into the method it enters
 and narrows the `self.m()` calls there. A receiver declared by annotation, or read through
 `self` (an attribute a subclass may assign otherwise), or with many possible classes, decides
@@ -39,12 +40,19 @@ class Receivers:
         segs = call.target
         if len(segs) == 2 and segs[0] == "self":
             return known.get(RECEIVER)
-        if len(segs) < 2 or segs[0] in _OPAQUE_ROOTS or CALL in segs or SUBSCRIPT in segs:
+        if len(segs) < 2 or segs[0] in _OPAQUE_ROOTS:
+            return None
+        held = segs[:-1]
+        if held[-1] == CALL:  # `Builder().load()`: the object the call builds, if a class
+            held, kind = held[:-1], "class"
+        else:
+            kind = "instance"
+        if not held or CALL in held or SUBSCRIPT in held:
             return None
         key = (record.qualname, segs[:-1])
         if key not in self._exact:
-            values = self.program.resolver.evaluate(record, segs[:-1])
-            exact = bool(values) and all(v.kind == "instance" and v.via is None for v in values)
+            values = self.program.resolver.evaluate(record, held)
+            exact = bool(values) and all(v.kind == kind and v.via is None for v in values)
             names = frozenset(v.name for v in values)
             self._exact[key] = names if exact and len(names) <= _MAX_CLASSES else None
         return self._exact[key]
