@@ -269,6 +269,11 @@ class BlockingAnalysis:
         """`state` without the facts the call may have made untrue (`analysis.clobbers`)."""
         targets = followed(self.program, function, call)
         known = self.clobbers.forget_past(function, call, targets, state.known)
+        if state.taken:  # `while not self.work.is_completed():` says nothing once it rebinds it
+            tests = dict.fromkeys((cond for cond, _ in state.taken), True)
+            kept = self.clobbers.forget_past(function, call, targets, tests)
+            if len(kept) < len(tests):
+                state = state.evolve(taken=tuple(t for t in state.taken if t[0] in kept))
         return state if known is state.known else state.evolve(known=known)
 
     def past_test(

@@ -304,8 +304,6 @@ def forget_taken(state: State, targets: Sequence[Segs]) -> State:
 
 def left_while(state: State, cond: Cond) -> State:
     """Past a `while` left without `break`: its test was false (`while not w.is_completed():`
-    then `w.wait()`), where it reads only locals, which only an assignment the walk sees
-    rebinds (an attribute, `self.work`, may be rebound by any call)."""
-    if not cond or any(len(r) > 2 or r[0] in ("self", "cls") for r in refs(cond)):
-        return state
-    return state.evolve(taken=(*state.taken, (cond, False)))
+    then `w.wait()`), until an assignment (`forget_taken`) or a call that may write what it
+    reads (`BlockingAnalysis.past_call`) rebinds it."""
+    return state.evolve(taken=(*state.taken, (cond, False))) if cond else state

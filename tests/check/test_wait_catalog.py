@@ -342,6 +342,32 @@ def test_a_wait_past_a_loop_polling_for_completion_returns_at_once(tmp_path: Pat
     )
 
 
+def test_an_attribute_polled_for_completion_is_complete_until_something_may_rebind_it(
+    tmp_path: Path,
+):
+    # `self.worker` is polled, then waited on with nothing between: the wait returns at once.
+    _assert_marked(
+        tmp_path,
+        """
+        import asyncio
+
+        class Gather:
+            def __init__(self, t):
+                self.worker = dist.all_gather_into_tensor(t, t, async_op=True)
+
+            async def async_wait(self):
+                while not self.worker.is_completed():
+                    await asyncio.sleep(0.001)
+                self.worker.wait()
+
+        async def event_loop(t):
+            while True:
+                await Gather(t).async_wait()
+                dist.barrier()
+        """,
+    )
+
+
 @pytest.mark.parametrize(
     "program",
     [
