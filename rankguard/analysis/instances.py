@@ -192,7 +192,7 @@ class Instances:
         calls `globals()`; or some code stores an attribute of that name (`mod.NAME = ...`,
         `setattr(x, "NAME", ...)`), which may be the module's."""
         writes = self._writes()
-        if name in writes.attributes or module in writes.dynamic:
+        if name in writes.attributes or {module, _ANY_MODULE} & writes.dynamic:
             return True
         body = self.program.functions[module]
         stores = sum((name,) in s.targets for s in walk_statements(body.info.body))
@@ -267,6 +267,9 @@ class Instances:
         return None if unknown else False
 
 
+_ANY_MODULE = "<any module>"
+
+
 @dataclass(frozen=True, slots=True)
 class _Writes:
     """What the program writes that may change a name's value or an object's class unseen."""
@@ -277,19 +280,37 @@ class _Writes:
 
 
 def _writes_of(program: Program) -> _Writes:
+    """Names written by attribute (`x.NAME = v`, `setattr(x, "NAME", v)`, `x.__setattr__("NAME",
+    v)`); modules whose namespace is written by `globals()`/`vars()`; and, where code writes
+    some module's namespace by a computed name (`setattr(sys.modules[m], k, v)`, a module's
+    `__dict__`), every module (`_ANY_MODULE`)."""
     attributes: set[str] = set()
     dynamic: set[str] = set()
     for record in program.functions.values():
         for stmt in walk_statements(record.info.body):
             attributes.update(t[-1] for t in stmt.targets if len(t) > 1)
-            if any(t[:1] == ("globals",) for t in stmt.targets):  # `globals()[k] = v`
-                dynamic.add(record.module)
-            for call in stmt.calls:
-                if call.target == ("globals",):
+            for segs in (*stmt.targets, *(c.target for c in stmt.calls)):
+                if segs[:1] in (("globals",), ("vars",)):
                     dynamic.add(record.module)
-                elif call.target == ("setattr",) and len(call.args) > 1:
-                    attributes.add(call.args[1].strip("'\""))
+                elif "__dict__" in segs and "modules" in segs:
+                    dynamic.add(_ANY_MODULE)
+            for call in stmt.calls:
+                named = _set_name(call)
+                if named is not None and named[:1] in ("'", '"'):
+                    attributes.add(named.strip("'\""))
+                elif named is not None and "modules" in call.args[0]:
+                    dynamic.add(_ANY_MODULE)
     return _Writes(frozenset(attributes), frozenset(dynamic), "__class__" in attributes)
+
+
+def _set_name(call: CallSite) -> str | None:
+    """The name argument's text of `setattr(x, name, v)` / `object.__setattr__(x, name, v)`
+    / `x.__setattr__(name, v)`."""
+    if call.target in (("setattr",), ("object", "__setattr__")) and len(call.args) > 1:
+        return call.args[1]
+    if call.target[-1:] == ("__setattr__",) and call.args:
+        return call.args[0]
+    return None
 
 
 def exactly(name: str) -> Cond:

@@ -424,8 +424,15 @@ def sample():
         'setattr(sys.modules[__name__], "_SPEC", RotarySpec())\n',
         "_SPEC.__class__ = RotarySpec\n",
         "from other import *\n",
+        'vars()["_SPEC"] = RotarySpec()\n',
+        'sys.modules[__name__].__dict__["_SPEC"] = RotarySpec()\n',
+        "def put(name):\n    setattr(sys.modules[__name__], name, RotarySpec())\n",
+        'object.__setattr__(_SPEC, "__class__", RotarySpec)\n',
     ],
-    ids=["if", "try", "with-as", "global-for", "globals", "setattr", "class-assigned", "star"],
+    ids=[
+        *("if", "try", "with-as", "global-for", "globals", "setattr", "class-assigned", "star"),
+        *("vars", "module-dict", "computed-setattr", "object-setattr"),
+    ],
 )
 def test_a_singleton_bound_otherwise_anywhere_decides_nothing(tmp_path: Path, rebinding: str):
     _assert_marked(tmp_path, _SINGLETON + rebinding, {"rounds": ["mod.loop"]})
