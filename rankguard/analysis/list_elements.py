@@ -206,13 +206,8 @@ def _iterated(tree: Any) -> Iterable[str]:
         return
     if tree[0] == "comp" and tree[3][:1] == ("ref",) and len(tree[3][1]) == 1:
         yield tree[3][1][0]
-    for part in tree[1:]:
-        if isinstance(part, tuple):
-            if part and isinstance(part[0], str):
-                yield from _iterated(part)
-            else:
-                for item in part:
-                    yield from _iterated(item)
+    for part in _parts(tree):
+        yield from _iterated(part)
 
 
 def _bare_refs(tree: Any) -> Iterable[str]:
@@ -235,13 +230,16 @@ def _bare_refs(tree: Any) -> Iterable[str]:
         yield from _bare_refs(tree[2])
         yield from _bare_refs(tree[3])
         return
+    for part in _parts(tree):
+        yield from _bare_refs(part)
+
+
+def _parts(tree: tuple[Any, ...]) -> Iterable[Any]:
+    """A value tree's subtrees: each tuple field that is a tree, and each tree in a field
+    that lists them (a call's arguments, a display's items)."""
     for part in tree[1:]:
         if isinstance(part, tuple):
-            if part and isinstance(part[0], str):
-                yield from _bare_refs(part)
-            else:
-                for item in part:
-                    yield from _bare_refs(item)
+            yield from ((part,) if part and isinstance(part[0], str) else part)
 
 
 def operand_place(

@@ -486,64 +486,41 @@ def test_a_keyword_caught_by_kwargs_is_no_parameter(tmp_path: Path):
     )
 
 
-def test_a_generic_base_decides_isinstance_as_a_plain_one_does(tmp_path: Path):
+@pytest.mark.parametrize(
+    ("imported", "mark"),
+    [("from typing import Generic", ""), ("from mylib import Generic", "  # expect")],
+    ids=["typing", "elsewhere"],
+)
+def test_a_generic_base_decides_isinstance_as_a_plain_one_does(
+    tmp_path: Path, imported: str, mark: str
+):
     # `typing.Generic` adds type parameters, not a `__new__` or an `__instancecheck__`: a spec
-    # class typed by what it builds (`class Spec(Generic[T])`) is as exact as a plain one.
-    _assert_marked(
-        tmp_path,
-        """
-        from typing import Generic, TypeVar
+    # class typed by what it builds (`class Spec(Generic[T])`) is as exact as a plain one. A
+    # base of that name from elsewhere may do anything.
+    program = f"""
+{imported}
 
-        T = TypeVar("T")
+T = 1
 
-        class Spec(Generic[T]):
-            pass
+class Spec(Generic[T]):
+    pass
 
-        class SamplingSpec(Spec[int]):
-            pass
+class SamplingSpec(Spec[int]):
+    pass
 
-        class RotarySpec(Spec[str]):
-            pass
+class RotarySpec(Spec[str]):
+    pass
 
-        def build(spec):
-            if isinstance(spec, RotarySpec):
-                time.sleep(1)
+def build(spec):
+    if isinstance(spec, RotarySpec):
+        time.sleep(1){mark}
 
-        def loop():
-            while True:
-                build(SamplingSpec())
-                dist.barrier()
-        """,
-        {"rounds": ["mod.loop"]},
-    )
-
-
-def test_a_base_named_generic_outside_typing_decides_nothing(tmp_path: Path):
-    _assert_marked(
-        tmp_path,
-        """
-        from mylib import Generic
-
-        class Spec(Generic):
-            pass
-
-        class SamplingSpec(Spec):
-            pass
-
-        class RotarySpec(Spec):
-            pass
-
-        def build(spec):
-            if isinstance(spec, RotarySpec):
-                time.sleep(1)  # expect
-
-        def loop():
-            while True:
-                build(SamplingSpec())
-                dist.barrier()
-        """,
-        {"rounds": ["mod.loop"]},
-    )
+def loop():
+    while True:
+        build(SamplingSpec())
+        dist.barrier()
+"""
+    _assert_marked(tmp_path, program, {"rounds": ["mod.loop"]})
 
 
 def test_a_reassigned_parameter_or_a_base_outside_the_program_decides_nothing(tmp_path: Path):
