@@ -420,34 +420,22 @@ def test_a_parameter_rebound_in_any_form_hands_no_class_on(tmp_path: Path, handi
 
 def test_a_keyword_caught_by_kwargs_is_no_parameter(tmp_path: Path):
     # `dispatch(spec=...)` fills `**kw`; the `spec` inside is the module's global.
-    _assert_marked(
-        tmp_path,
-        """
-        class Spec:
-            pass
+    program = """
+spec = RotarySpec()
 
-        class SamplingSpec(Spec):
-            pass
+def build(p):
+    if isinstance(p, RotarySpec):
+        time.sleep(1)  # expect
 
-        class RotarySpec(Spec):
-            pass
+def dispatch(**kw):
+    build(spec)
 
-        spec = RotarySpec()
-
-        def build(p):
-            if isinstance(p, RotarySpec):
-                time.sleep(1)  # expect
-
-        def dispatch(**kw):
-            build(spec)
-
-        def loop():
-            while True:
-                dispatch(spec=SamplingSpec())
-                dist.barrier()
-        """,
-        {"rounds": ["mod.loop"]},
-    )
+def loop():
+    while True:
+        dispatch(spec=SamplingSpec())
+        dist.barrier()
+"""
+    _assert_marked(tmp_path, _SPECS + program, {"rounds": ["mod.loop"]})
 
 
 @pytest.mark.parametrize(
