@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gc
 import json
 import re
 import resource
@@ -91,12 +90,6 @@ def main() -> int:
     parser.add_argument("--select", default="")
     parser.add_argument("--json", type=Path)
     parser.add_argument(
-        "--collect",
-        action="store_true",
-        help="after each rule, thaw and collect the cyclic garbage the run froze "
-        "(`pipelines.collector`), and say how much there was",
-    )
-    parser.add_argument(
         "--trace",
         type=int,
         default=0,
@@ -121,7 +114,7 @@ def main() -> int:
     del tree, summaries
     phases.end("resolve")
     found = []
-    with frozen():
+    with frozen() as release:
         kept = KeyedStore(kept_path(cache))
         context = RuleContext(
             program,
@@ -143,7 +136,15 @@ def main() -> int:
         phases.end("rounds")
         if args.trace:
             tracemalloc.start(args.trace)
-        for rule in chosen:
+        for index, rule in enumerate(chosen):
+            if index:  # as `run_rules` does between rules: the rule before's frozen garbage
+                started = time.monotonic()
+                release()
+                rss = _status()[0]
+                print(
+                    f"  released in {time.monotonic() - started:.1f} s, then {rss / 1024:.0f} MiB",
+                    flush=True,
+                )
             phases.begin()
             part = run_rules(program, config, [rule], context=context)
             found += part.findings
@@ -155,17 +156,6 @@ def main() -> int:
                 f"{sum(map(len, kept._pending.values())) / 2**20:.0f} MiB",
                 flush=True,
             )
-            if args.collect:
-                gc.unfreeze()
-                started = time.monotonic()
-                freed = gc.collect()
-                rss = _status()[0]
-                print(
-                    f"  collected {freed} objects in {time.monotonic() - started:.1f} s, "
-                    f"then {rss / 1024:.0f} MiB",
-                    flush=True,
-                )
-                gc.freeze()
             if args.trace:
                 _top(tracemalloc.take_snapshot())
         kept.close()

@@ -134,7 +134,7 @@ def run_check(
             assert program is not None
             # On by default: a warm check after an edit on sglang equalled --no-cache byte for
             # byte at caa81b9 and again at a4cd4c7 (benchmarks/README, seventh session).
-            with frozen():  # the loaded model, out of the collector's scans
+            with frozen() as release:  # the loaded model, out of the collector's scans
                 keep = os.environ.get(KEEP_SUMMARIES) != "0"
                 kept = KeyedStore(kept_path(cache)) if keep else None
                 context = RuleContext(
@@ -152,7 +152,7 @@ def run_check(
                     origin,
                     lambda c=context: c.reach,
                 )
-                part = run_rules(program, config, chosen, context=context)
+                part = run_rules(program, config, chosen, context=context, between=release)
                 warnings = context.round_warnings()
                 if kept is not None:
                     kept.close()

@@ -11,7 +11,11 @@ the rules run: CPython starts a full collection each time the objects promoted t
 generation grow by a quarter, and each one scanned everything the analyses had kept so far
 (~27 full collections, ~15 s of a ~140 s warm edit run on sglang). So the survivors of each
 full collection are frozen too (a `gc.callbacks` hook): the next full collection scans only what
-was promoted since. What dies after being frozen is freed when the block ends, not before.
+was promoted since. What dies after being frozen would be held until the block ends: a rule's
+memos die when it returns, so the block's caller releases them between rules (thaw, one full
+collection, freeze the survivors again): held to the end, the rules' frozen garbage raised a
+cold sglang check's peak by ~300 MiB (`benchmarks/README`, issue #14). The cost is one full
+collection of everything alive per rule.
 
 Frozen objects are never collected, so everything is thawed when the block ends: a report frees
 its base's model before the head's is built (`pipelines.report.build`). `gc.unfreeze` thaws
@@ -23,8 +27,10 @@ from __future__ import annotations
 
 import contextlib
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
+
+Release = Callable[[], None]
 
 
 def _freeze_survivors(phase: str, info: dict[str, Any]) -> None:
@@ -32,17 +38,31 @@ def _freeze_survivors(phase: str, info: dict[str, Any]) -> None:
         gc.freeze()
 
 
+def _release() -> None:
+    """Free what died since it was frozen: thaw, collect, freeze what is still alive."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+
+
+def _nothing() -> None:
+    pass
+
+
 @contextlib.contextmanager
-def frozen() -> Iterator[None]:
+def frozen() -> Iterator[Release]:
     """Everything alive now, and whatever survives a full collection meanwhile, is left out of
-    collections until the block ends (unless the caller had frozen objects of its own)."""
+    collections until the block ends (unless the caller had frozen objects of its own).
+
+    Yields a release to call once a unit of work has dropped its frozen objects (between
+    rules); it does nothing when the caller's own frozen objects left the collector alone."""
     if gc.get_freeze_count():  # thawing at the end would thaw the caller's too
-        yield
+        yield _nothing
         return
     gc.freeze()
     gc.callbacks.append(_freeze_survivors)
     try:
-        yield
+        yield _release
     finally:
         gc.callbacks.remove(_freeze_survivors)
         gc.unfreeze()

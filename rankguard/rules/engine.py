@@ -6,7 +6,7 @@ head and compare fingerprints.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -105,15 +105,20 @@ def run_rules(
     options: dict[str, Any] | None = None,
     context: RuleContext | None = None,
     read_source: SourceReader | None = None,
+    between: Callable[[], None] | None = None,
 ) -> CheckResult:
     """`context` may be given by a caller that wants the rules' shared results afterwards
-    (the report reads the staleness rows `stale-widening-term` computed)."""
+    (the report reads the staleness rows `stale-widening-term` computed). `between` runs after
+    each rule but the last: the caller's release of the garbage a rule left
+    (`pipelines.collector.frozen`)."""
     context = context or RuleContext(program, config, dict(options or {}), read_source)
     found: list[Finding] = []
     result = CheckResult()
     bar = progress.current()
     bar.phase("rules", len(rules), "rules")
-    for rule_class in rules:
+    for index, rule_class in enumerate(rules):
+        if index and between is not None:
+            between()
         bar.advance(0, note=rule_class.name)
         try:
             # All or nothing: a rule that fails half-way contributes no partial findings.

@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 
 from rankguard.cli import main
+from rankguard.core.findings import Finding
 from rankguard.pipelines import check, collector
+from rankguard.rules.base import Rule, RuleContext
 from tests.conftest import EXAMPLE
 
 
@@ -101,3 +103,51 @@ def test_the_collector_is_restored_when_a_rule_raises():
     with pytest.raises(RuntimeError), collector.frozen():
         raise RuntimeError
     assert (gc.callbacks, gc.get_freeze_count()) == (callbacks, 0)
+
+
+class _Node:
+    """A cycle of these is garbage only the cyclic collector frees."""
+
+    def __init__(self) -> None:
+        self.self = self
+
+
+def test_cyclic_garbage_a_rule_leaves_is_freed_before_the_next_rule_starts(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """A rule's memos outlive full collections while it runs, so they are frozen
+    (`pipelines.collector`); once the rule returns they are garbage, and the block releases
+    them between rules: thawed, collected, the survivors frozen again. Without it each rule's
+    frozen garbage is held until every rule has run (the peak of `check` on sglang)."""
+    left: list[weakref.ref[_Node]] = []
+    seen: list[tuple[bool, bool]] = []
+
+    class Leaver(Rule):
+        name = "test-leaver"
+        description = "Leaves a frozen garbage cycle behind."
+
+        def check(self, context: RuleContext) -> list[Finding]:
+            node = _Node()
+            gc.collect()  # alive at a full collection inside the rules: frozen
+            assert gc.get_freeze_count() > 0
+            left.append(weakref.ref(node))
+            return []
+
+    class Looker(Rule):
+        name = "test-looker"
+        description = "Looks whether the cycle the rule before it left is gone."
+
+        def check(self, context: RuleContext) -> list[Finding]:
+            seen.append((left[0]() is None, gc.get_freeze_count() > 0))
+            return []
+
+    run_rules = check.run_rules
+
+    def two_rules(program: Any, config: Any, rules: Any, **kwargs: Any) -> Any:
+        return run_rules(program, config, [Leaver, Looker], **kwargs)
+
+    monkeypatch.setattr(check, "run_rules", two_rules)
+    main(["check", str(EXAMPLE), "--no-cache", "--format", "json"])
+    capsys.readouterr()
+    assert seen == [(True, True)], "the cycle the first rule left is freed, the model refrozen"
+    assert gc.get_freeze_count() == 0

@@ -95,8 +95,8 @@ def load_side(
     where = results_path(tree, cache, config, rules)
     results = load_results(where)
     if results is None or (staleness_source is not None and results.staleness is None):
-        with frozen():  # the loaded model, out of the collector's scans; thawed for freeing
-            check = run_rules(program, config, rules, context=context)
+        with frozen() as release:  # the loaded model, out of the collector's scans; thawed after
+            check = run_rules(program, config, rules, context=context, between=release)
             rows = staleness_source(context) if staleness_source is not None else None
         results = Results(check, rows, program.errors)
         if not check.failures:  # a rule that raised is retried next run, not remembered
