@@ -67,7 +67,6 @@ from rankguard.analysis.critical_sections import CriticalSections
 from rankguard.analysis.hardware import platform_facts
 from rankguard.analysis.instances import Instances
 from rankguard.analysis.launches import Launches
-from rankguard.analysis.list_elements import ListLocals
 from rankguard.analysis.memo import MemoShape
 from rankguard.analysis.narrowing import Narrowing
 from rankguard.analysis.overrides import configured
@@ -113,7 +112,6 @@ class BlockingAnalysis:
         self.program = program
         self.platforms = platforms or platform_catalog()
         self.receivers = Receivers(program)
-        self.list_locals = ListLocals(program)
         self._memo_cadence: dict[tuple[int, Any], str | None] = {}
         self.launches = Launches(program)
         self.collectives = collectives
@@ -150,7 +148,6 @@ class BlockingAnalysis:
                 self.context,
                 self.receivers,
                 self.passed,
-                self.list_locals,
                 store,
                 f"{salt} watched {sorted(self.watched)}",
             )

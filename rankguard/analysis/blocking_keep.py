@@ -38,7 +38,6 @@ from rankguard.analysis.blocking_types import BlockingCall, Pair, Summary, copie
 from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.context import RoundContext
 from rankguard.analysis.function_keys import FunctionKeys, digest, lineless
-from rankguard.analysis.list_elements import ListLocals
 from rankguard.analysis.passed import PassedCallables
 from rankguard.analysis.reach import followed
 from rankguard.analysis.receivers import Receivers
@@ -56,7 +55,6 @@ class KeptSummaries:
         context: RoundContext,
         receivers: Receivers,
         passed: PassedCallables,
-        lists: ListLocals,
         store: KeyedStore,
         salt: str,
     ) -> None:
@@ -65,7 +63,6 @@ class KeptSummaries:
         self.context = context
         self.receivers = receivers
         self.passed = passed
-        self.lists = lists
         self.store = store
         # The class table: exact receivers (`analysis.receivers`) narrow calls by the MRO and
         # methods of classes a caller passes in as an entry fact, not by the callee's record.
@@ -121,7 +118,6 @@ class KeptSummaries:
                 sorted(self.context.invariants(record).items(), key=repr),
                 sorted(self.context.aliases_of(record).items()),
                 sorted(self.context.computed_of(record).items()),
-                sorted(self.lists.of(name)),  # closures elsewhere decide (`list_elements`)
             )
         )
         return text, sorted(callees)

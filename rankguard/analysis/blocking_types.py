@@ -17,7 +17,6 @@ from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.rounds import Round
 from rankguard.core.chains import Hop
 from rankguard.model.facts import Cond, refs
-from rankguard.model.placement import agree
 from rankguard.summary.ir import CallSite, Segs, Stmt, segs_text
 
 Key = tuple[str, int, int, str]
@@ -202,7 +201,7 @@ def join(states: Iterable[State | None]) -> State | None:
     pending: dict[Key, BlockingCall] = {}
     for state in live:
         merge(pending, state.pending)
-    env = _placed([s.env for s in live])
+    env = _agreed([s.env for s in live])
     known = _agreed([s.known for s in live])
     taken = tuple(t for t in live[0].taken if all(t in s.taken for s in live[1:]))
     return State(any(s.clean for s in live), pending, env, known, taken, _ran(live))
@@ -221,17 +220,6 @@ def _ran(live: list[State]) -> frozenset[CollectiveSite]:
     if not either:
         return common
     return common | {site for s in live for site in s.ran if site.operation in either}
-
-
-def _placed(envs: list[Mapping[str, str]]) -> dict[str, str]:
-    """Where each local lives past paths that join: what every path agrees on, host data
-    either way counting as host (`model.placement.agree`: a list `[]` on one path, CPU
-    tensors on the other)."""
-    out = dict(envs[0])
-    for other in envs[1:]:
-        both = {k: agree(v, other[k]) for k, v in out.items() if k in other}
-        out = {k: v for k, v in both.items() if v is not None}
-    return out
 
 
 def _agreed(maps: list[Mapping[Any, Any]]) -> dict[Any, Any]:

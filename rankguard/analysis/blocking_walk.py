@@ -48,11 +48,16 @@ from rankguard.analysis.drained import (
     maybe_ran,
     test_operates,
 )
-from rankguard.analysis.list_elements import ListWalk
 from rankguard.analysis.memo import building, past_return
 from rankguard.analysis.narrowing import class_test
 from rankguard.analysis.passed import binding_facts, held_in, narrowed
-from rankguard.analysis.precision import assigned_fact, bound_afresh, cadence_of, rebound, returned
+from rankguard.analysis.precision import (
+    assigned_fact,
+    bound_afresh,
+    cadence_of,
+    rebound,
+    returned,
+)
 from rankguard.analysis.reach import edge_of, ends_process, followed
 from rankguard.analysis.receivers import RECEIVER, Receiver
 from rankguard.analysis.results import at_call, none_tests
@@ -83,9 +88,6 @@ class Walk:
         self.cut: set[str] = set()
         self.tainted = False  # entered a function on a cycle of calls (`summary`)
         self.writers: set[tuple[str, bool]] = set()  # `Summary.writers`
-        self.lists = ListWalk(
-            analysis.list_locals.of(self.fn), analysis.classify.placement.attribute
-        )
 
     # -- statements ----------------------------------------------------------------------------
     def round_body(self, loop: Stmt, header: list[CallSite], start: State) -> State | None:
@@ -124,7 +126,7 @@ class Walk:
             resumed = at_yield(self, state)
             if resumed is None:
                 return None
-            state = self.lists.yielded(stmt, resumed)  # `analysis.list_elements`
+            state = resumed
         if kind == "assign":
             return self.assign(stmt, state)
         if kind == "return":
@@ -218,7 +220,6 @@ class Walk:
         attrs = self.a.classify.placement.attribute
         needed = single or marked(state.known) or stmt.kind == "assign"
         place = of_tree(stmt.tree, state.env, state.known, attrs) if needed else None
-        place, state = self.lists.bound(stmt, place, state)  # `xs = [...]`, `xs[i] = v`
         state = assigned(stmt.tree, place, stmt.targets, self._forget_facts(state, stmt.targets))
         names = [".".join(t) for t in stmt.targets if CALL not in t and SUBSCRIPT not in t]
         if not names:
@@ -345,7 +346,6 @@ class Walk:
             if not call.deferred and not excluded:
                 before = state
                 state = self.call(call, calls, state, guards, cadence, advance, phase)
-                state = self.lists.called(call, calls, state)  # `xs.append(v)`, `f(xs)`
                 state = self.a.past_call(self.fn, call, state)  # what it may have written
                 changed = state.ran is not before.ran or marks(state) != marks(before)
                 if changed and self.may_skip(call, state):
