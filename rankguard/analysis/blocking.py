@@ -111,7 +111,7 @@ class BlockingAnalysis:
         watched from the start, so that every summary says whether it runs it."""
         self.program = program
         self.platforms = platforms or platform_catalog()
-        self.receivers = Receivers(program)
+
         self._memo_cadence: dict[tuple[int, Any], str | None] = {}
         self.launches = Launches(program)
         self.collectives = collectives
@@ -119,6 +119,7 @@ class BlockingAnalysis:
         self.classify = CallClassifier(program, catalog, cadence_helpers)
         self.context = RoundContext(program, self.platforms)
         self.instances = Instances(program, self.context.stability)
+        self.receivers = Receivers(program, self.instances.built_plainly)
         self.narrowing = Narrowing(program, self.context.stability)
         self.clobbers = Clobbers(program, self.context.stability)
         self.ranks = rank_source_catalog()

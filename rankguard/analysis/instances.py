@@ -160,6 +160,30 @@ class Instances:
         named = any(p.name == param for p in callee.info.params)
         return named and not self.program.binds(callee.qualname, param) and not self._writes().cls
 
+    def built_plainly(self, cls: str) -> bool:
+        """Calling the class by name builds exactly that class, with the methods it defines:
+        no `__new__`, metaclass, class decorator or base outside the program may hand back
+        another object, its name is bound once in its module (`_rebound`), and no code stores
+        an attribute named like one of its methods (`Cls.check = Other.check`) or assigns an
+        object's `__class__`."""
+        if cls not in self.program.classes:
+            return False
+        record = self.program.classes[cls]
+        classes = [self.program.classes[c] for c in self.program.mro(cls)]
+        writes = self._writes()
+        external = {b for c in classes for b in c.external_bases}
+        if any("__new__" in c.methods for c in classes) or _metaclass(classes):
+            return False
+        if external - _PLAIN_BASES - {"abc.ABC"}:  # `abc.ABC` hooks `isinstance`, not building
+            return False
+        if record.info.decorators or writes.cls or "." in record.info.qualname:
+            return False
+        if any(name in writes.attributes for c in classes for name in c.methods):
+            return False
+        name = record.info.name
+        binders = self.program.resolver.module_binders(record.module, name)
+        return binders == (("class", cls),) and not self._rebound(record.module, name, 0)
+
     def _writes(self) -> _Writes:
         if self._written is None:
             self._written = _writes_of(self.program)
@@ -186,7 +210,7 @@ class Instances:
             return None
         return self._exact(self.program.functions[caller.module], shape[1])
 
-    def _rebound(self, module: str, name: str) -> bool:
+    def _rebound(self, module: str, name: str, assigned: int = 1) -> bool:
         """The module binds `name` more than once anywhere in its body (under `if`, `try`,
         `with ... as`), takes names from a star import, lets a function rebind it (`global`) or
         calls `globals()`; or some code stores an attribute of that name (`mod.NAME = ...`,
@@ -201,7 +225,7 @@ class Instances:
             r.module == module and name in r.info.global_names
             for r in self.program.functions.values()
         )
-        return stores != 1 or star or rebinding
+        return stores != assigned or star or rebinding
 
     def _local(self, caller: FunctionRecord, name: str) -> bool:
         """`name` is a parameter or a binding of the caller or of a function enclosing it."""

@@ -12,7 +12,7 @@ nothing: its overrides all stay.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rankguard.model.facts import Cond
@@ -28,8 +28,9 @@ Receiver = frozenset[str]
 
 
 class Receivers:
-    def __init__(self, program: Program) -> None:
+    def __init__(self, program: Program, built_plainly: Callable[[str], bool]) -> None:
         self.program = program
+        self.built_plainly = built_plainly  # `Instances.built_plainly`
         self._exact: dict[tuple[str, tuple[str, ...]], Receiver | None] = {}
         self._first: dict[tuple[str, str], str | None] = {}
 
@@ -54,6 +55,8 @@ class Receivers:
             values = self.program.resolver.evaluate(record, held)
             exact = bool(values) and all(v.kind == kind and v.via is None for v in values)
             names = frozenset(v.name for v in values)
+            if kind == "class":  # `__new__`, a metaclass, a decorator may build another class
+                exact = exact and all(self.built_plainly(name) for name in names)
             self._exact[key] = names if exact and len(names) <= _MAX_CLASSES else None
         return self._exact[key]
 

@@ -1000,3 +1000,50 @@ def test_a_receiver_built_in_the_call_runs_its_own_class_overrides(tmp_path: Pat
     )
     rounds = sorted(f.extra["round"].rsplit(".", 1)[1] for f in result.findings)
     assert rounds == ["event_loop_made", "event_loop_noisy"]
+
+
+_BUILDERS = """
+class Builder:
+    def load(self):
+        return self.jit_load()
+
+    def jit_load(self):
+        if not self.check():
+            return None
+        return 1
+
+    def check(self):
+        return True
+
+class Noisy(Builder):
+    def check(self):
+        return subprocess.run(["lscpu"]).returncode == 0  # expect
+"""
+_LOOP = """
+class S:
+    def event_loop_x(self, flag):
+        while True:
+            Quiet(flag).load()
+            dist.barrier()
+"""
+
+
+@pytest.mark.parametrize(
+    "quiet",
+    [
+        "class Quiet(Builder):\n    def __new__(cls, noisy=False):\n"
+        "        return Noisy() if noisy else super().__new__(cls)\n",
+        "class Quiet(Builder):\n    pass\ntry:\n    import fastlib\n    Quiet = Noisy\n"
+        "except ImportError:\n    pass\n",
+        "def swap(cls):\n    return Noisy\n@swap\nclass Quiet(Builder):\n    pass\n",
+        "class Quiet(Builder):\n    pass\nQuiet.check = Noisy.check\n",
+        "class Meta(type):\n    def __call__(cls, *a):\n        return Noisy()\n"
+        "class Quiet(Builder, metaclass=Meta):\n    pass\n",
+        "class Quiet(Builder):\n    def __init__(self, flag):\n        self.__class__ = Noisy\n",
+    ],
+    ids=["new", "rebound", "decorator", "patched", "metaclass", "class-assigned"],
+)
+def test_a_class_called_by_name_that_may_build_another_is_not_exact(tmp_path: Path, quiet: str):
+    """`Quiet(flag).load()` is exactly a `Quiet` only where calling the class by name surely
+    builds one with its own methods (a review's programs, each dropped the `lscpu` probe)."""
+    _assert_marked(tmp_path, _BUILDERS + quiet + _LOOP, {"rounds": ["*.event_loop_*"]})
