@@ -178,8 +178,10 @@ class Instances:
             return False
         if record.info.decorators or writes.cls or "." in record.info.qualname:
             return False
-        if any(name in writes.attributes for c in classes for name in c.methods):
-            return False
+        names = {c.info.name for c in classes}
+        methods = {method for c in classes for method in c.methods}
+        if any(h in names and a in methods for h, a in writes.on_names):
+            return False  # `Quiet.check = Noisy.check`; data (`Cls._cache = x`) is no method
         name = record.info.name
         binders = self.program.resolver.module_binders(record.module, name)
         return binders == (("class", cls),) and not self._rebound(record.module, name, 0)
@@ -299,6 +301,7 @@ class _Writes:
     """What the program writes that may change a name's value or an object's class unseen."""
 
     attributes: frozenset[str]  # attribute names stored (`x.NAME = ...`, `setattr(x, "NAME", ...)`)
+    on_names: frozenset[tuple[str, str]]  # (name, attribute) of `Cls.NAME = ...` stores
     dynamic: frozenset[str]  # modules that call `globals()`
     cls: bool  # some code assigns an object's `__class__`
 
@@ -309,10 +312,12 @@ def _writes_of(program: Program) -> _Writes:
     some module's namespace by a computed name (`setattr(sys.modules[m], k, v)`, a module's
     `__dict__`), every module (`_ANY_MODULE`)."""
     attributes: set[str] = set()
+    on_names: set[tuple[str, str]] = set()
     dynamic: set[str] = set()
     for record in program.functions.values():
         for stmt in walk_statements(record.info.body):
             attributes.update(t[-1] for t in stmt.targets if len(t) > 1)
+            on_names.update((t[0], t[1]) for t in stmt.targets if len(t) == 2)
             for segs in (*stmt.targets, *(c.target for c in stmt.calls)):
                 if segs[:1] in (("globals",), ("vars",)):
                     dynamic.add(record.module)
@@ -322,9 +327,12 @@ def _writes_of(program: Program) -> _Writes:
                 named = _set_name(call)
                 if named is not None and named[:1] in ("'", '"'):
                     attributes.add(named.strip("'\""))
+                    on_names.add((call.args[0], named.strip("'\"")))
                 elif named is not None and "modules" in call.args[0]:
                     dynamic.add(_ANY_MODULE)
-    return _Writes(frozenset(attributes), frozenset(dynamic), "__class__" in attributes)
+    return _Writes(
+        frozenset(attributes), frozenset(on_names), frozenset(dynamic), "__class__" in attributes
+    )
 
 
 def _set_name(call: CallSite) -> str | None:
