@@ -940,68 +940,6 @@ def test_a_step_handed_to_a_runner_only_in_a_mode_decides_nothing(tmp_path: Path
     assert confidence == {"event_loop_normal": "high", "event_loop_pp": "high"}
 
 
-def test_a_receiver_built_in_the_call_runs_its_own_class_overrides(tmp_path: Path):
-    """`Quiet().load()` calls a method on an object the call builds: exactly a `Quiet`, so the
-    base's `load` -> `self.check()` runs `Quiet`'s MRO (the base's `check`), not a sibling
-    subclass's override that shells out. An object a factory returns (`made(flag).load()`)
-    is not told by this rule, and a sibling built the same way keeps its override."""
-    _, result = _run(
-        tmp_path,
-        """
-        class Builder:
-            def load(self):
-                return self.jit_load()
-
-            def jit_load(self):
-                if not self.check():
-                    return None
-                return 1
-
-            def check(self):
-                return True
-
-        class Quiet(Builder):
-            pass
-
-        class Noisy(Builder):
-            def check(self):
-                return subprocess.run(["lscpu"]).returncode == 0
-
-        handle = None
-
-        def get_handle():
-            global handle
-            if handle is None:
-                handle = Quiet().load()
-            return handle
-
-        def made(flag):
-            if flag:
-                return Noisy()
-            return Quiet()
-
-        class S:
-            def event_loop_quiet(self):
-                while True:
-                    get_handle()
-                    dist.barrier()
-
-            def event_loop_noisy(self):
-                while True:
-                    Noisy().load()
-                    dist.barrier()
-
-            def event_loop_made(self, flag):
-                while True:
-                    made(flag).load()
-                    dist.barrier()
-        """,
-        {"rounds": ["*.event_loop_*"]},
-    )
-    rounds = sorted(f.extra["round"].rsplit(".", 1)[1] for f in result.findings)
-    assert rounds == ["event_loop_made", "event_loop_noisy"]
-
-
 _BUILDERS = """
 class Builder:
     def load(self):
@@ -1019,6 +957,51 @@ class Noisy(Builder):
     def check(self):
         return subprocess.run(["lscpu"]).returncode == 0  # expect
 """
+
+
+def test_a_receiver_built_in_the_call_runs_its_own_class_overrides(tmp_path: Path):
+    """`Quiet().load()` calls a method on an object the call builds: exactly a `Quiet`, so the
+    base's `load` -> `self.check()` runs `Quiet`'s MRO (the base's `check`), not a sibling
+    subclass's override that shells out. An object a factory returns (`made(flag).load()`)
+    is not told by this rule, and a sibling built the same way keeps its override."""
+    rest = """
+class Quiet(Builder):
+    pass
+
+handle = None
+
+def get_handle():
+    global handle
+    if handle is None:
+        handle = Quiet().load()
+    return handle
+
+def made(flag):
+    if flag:
+        return Noisy()
+    return Quiet()
+
+class S:
+    def event_loop_quiet(self):
+        while True:
+            get_handle()
+            dist.barrier()
+
+    def event_loop_noisy(self):
+        while True:
+            Noisy().load()
+            dist.barrier()
+
+    def event_loop_made(self, flag):
+        while True:
+            made(flag).load()
+            dist.barrier()
+"""
+    _, result = _run(tmp_path, _BUILDERS + rest, {"rounds": ["*.event_loop_*"]})
+    rounds = sorted(f.extra["round"].rsplit(".", 1)[1] for f in result.findings)
+    assert rounds == ["event_loop_made", "event_loop_noisy"]
+
+
 _LOOP = """
 class S:
     def event_loop_x(self, flag):
