@@ -53,6 +53,8 @@ class Instances:
         self._tests: dict[str, tuple[_Test, ...]] = {}
         self._records: dict[str, dict[str, Any] | None] = {}
         self._written: _Writes | None = None
+        self._singletons: dict[tuple[str, str], str | None] = {}
+        self._plain: dict[str, bool] = {}
 
     def entry_facts(
         self,
@@ -161,6 +163,12 @@ class Instances:
         return named and not self.program.binds(callee.qualname, param) and not self._writes().cls
 
     def built_plainly(self, cls: str) -> bool:
+        """`_built_plainly`, once per class (asked for every receiver a call builds)."""
+        if cls not in self._plain:
+            self._plain[cls] = self._built_plainly(cls)
+        return self._plain[cls]
+
+    def _built_plainly(self, cls: str) -> bool:
         """Calling the class by name builds exactly that class, with the methods it defines:
         no `__new__`, metaclass, class decorator or base outside the program may hand back
         another object, its name is bound once in its module (`_rebound`), and no code stores
@@ -203,14 +211,22 @@ class Instances:
         name = operand.ref[0]
         if any(name == bound for bound, _ in call.bound) or self._local(caller, name):
             return None
-        binders = self.program.resolver.module_binders(caller.module, name)
-        if len(binders) != 1 or binders[0][0] != "assign" or self._rebound(caller.module, name):
+        key = (caller.module, name)
+        if key not in self._singletons:  # asked at every call passing a bare name
+            self._singletons[key] = self._module_singleton(*key)
+        return self._singletons[key]
+
+    def _module_singleton(self, module: str, name: str) -> str | None:
+        binders = self.program.resolver.module_binders(module, name)
+        if len(binders) != 1 or binders[0][0] != "assign":
             return None
         stmt = binders[0][1]
         shape = stmt.value
         if len(stmt.targets) != 1 or not shape or shape[0] != "call" or len(shape) > 2:
             return None
-        return self._exact(self.program.functions[caller.module], shape[1])
+        if self._rebound(module, name):
+            return None
+        return self._exact(self.program.functions[module], shape[1])
 
     def _rebound(self, module: str, name: str, assigned: int = 1) -> bool:
         """The module binds `name` more than once anywhere in its body (under `if`, `try`,
@@ -223,11 +239,7 @@ class Instances:
         body = self.program.functions[module]
         stores = sum((name,) in s.targets for s in walk_statements(body.info.body))
         star = any(i.bound == "*" for i in self.program.modules[module].summary.imports)
-        rebinding = any(
-            r.module == module and name in r.info.global_names
-            for r in self.program.functions.values()
-        )
-        return stores != assigned or star or rebinding
+        return stores != assigned or star or (module, name) in writes.declared
 
     def _local(self, caller: FunctionRecord, name: str) -> bool:
         """`name` is a parameter or a binding of the caller or of a function enclosing it."""
@@ -302,7 +314,8 @@ class _Writes:
 
     attributes: frozenset[str]  # attribute names stored (`x.NAME = ...`, `setattr(x, "NAME", ...)`)
     on_names: frozenset[tuple[str, str]]  # (name, attribute) of `Cls.NAME = ...` stores
-    dynamic: frozenset[str]  # modules that call `globals()`
+    declared: frozenset[tuple[str, str]]  # (module, name) a function declares `global`
+    dynamic: frozenset[str]  # modules writing their own namespace (`globals()`), `_ANY_MODULE`
     cls: bool  # some code assigns an object's `__class__`
 
 
@@ -330,8 +343,17 @@ def _writes_of(program: Program) -> _Writes:
                     on_names.add((call.args[0], named.strip("'\"")))
                 elif named is not None and "modules" in call.args[0]:
                     dynamic.add(_ANY_MODULE)
+    declared = frozenset(
+        (record.module, name)
+        for record in program.functions.values()
+        for name in record.info.global_names
+    )
     return _Writes(
-        frozenset(attributes), frozenset(on_names), frozenset(dynamic), "__class__" in attributes
+        frozenset(attributes),
+        frozenset(on_names),
+        declared,
+        frozenset(dynamic),
+        "__class__" in attributes,
     )
 
 
