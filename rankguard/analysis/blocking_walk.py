@@ -407,8 +407,8 @@ class Walk:
                 bound = self.a.receivers.bound(target.name, receiver)
                 part = phase if phase and self.a.context_manager(target.name) else None
                 closure = self.a.passed.closure(target)  # a decorator's wrapper: what it made
-                args = (state, hop, cadence, call, stmt_calls, bound, part, drained, closure)
-                entered = self.enter(target.name, *args)
+                args = (state, hop, cadence, self.a.context.as_called(call, targets, target))
+                entered = self.enter(target.name, *args, stmt_calls, bound, part, drained, closure)
                 if self.a.suspended(target.name):  # advanced: it may stop at any `yield`
                     entered = entered.evolve(ran=state.ran)
                 outcomes.append(entered)

@@ -5,10 +5,12 @@ Read from the call's text, once per call site."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from rankguard.analysis.stability import SELF
 from rankguard.model.facts import Cond, Symbol
+from rankguard.model.invokers import Invoker
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CallSite, Param, Segs
 
@@ -85,6 +87,31 @@ def bound_at(callee: FunctionRecord, call: CallSite, passed: Passed) -> BoundAt:
         elif text.startswith("not ") and (segs := dotted(text[4:])):
             negated.append((name, segs))
     return out, tuple(plain), tuple(negated)
+
+
+def invoked(call: CallSite, entry: Invoker) -> CallSite:
+    """The call an invoker makes of the callable it is handed (`rankguard.model.invokers`):
+    `to_thread(f, a, b)` and `run_in_executor(pool, f, a, b)` call `f(a, b)`, with the
+    keywords too. A callable handed by keyword or to `map`/`sorted` gets items nobody names
+    here: no argument is known."""
+    where = entry.argument
+    if isinstance(where, str) or entry.via == "argument" or where >= len(call.args):
+        return replace(call, args=(), kwargs=(), operands=(), literals=(), receiver=())
+    target = dotted(call.args[where]) or ()
+    positional = [o for o in call.operands if o.keyword is None]
+    literals = tuple(
+        (str(int(key) - where - 1) if key.isdigit() else key, value)
+        for key, value in call.literals
+        if not key.isdigit() or int(key) > where
+    )
+    return replace(
+        call,
+        target=target,
+        args=call.args[where + 1 :],
+        operands=(*positional[where + 1 :], *(o for o in call.operands if o.keyword)),
+        literals=literals,
+        receiver=(),
+    )
 
 
 def dotted(text: str) -> Segs | None:

@@ -24,6 +24,7 @@ from rankguard.analysis.call_sites import (
     Passed,
     bound_at,
     dotted,
+    invoked,
     literal_truth,
     passed_arguments,
 )
@@ -50,9 +51,10 @@ from rankguard.model.facts import (
     rename,
     rooted,
 )
+from rankguard.model.invokers import INVOKED, invoker
 from rankguard.model.placement import Attrs, of_segs
 from rankguard.model.program import Program
-from rankguard.model.records import FunctionRecord
+from rankguard.model.records import FunctionRecord, Target
 from rankguard.summary.ir import (
     CALL,
     SUBSCRIPT,
@@ -76,6 +78,7 @@ class RoundContext:
         self._stable: dict[tuple[Cond, str | None], bool] = {}
         self._restated: dict[tuple[str | None, Cond], tuple[Cond, ...]] = {}
         self._sites: dict[tuple[int, int], tuple[FunctionRecord, CallSite, Passed, BoundAt]] = {}
+        self._invoked: dict[tuple[int, str], tuple[CallSite, CallSite]] = {}
         self._settled: dict[Cond, bool] = {}
         self._constructing: tuple[frozenset[str], frozenset[str]] | None = None
         self.settings = Settings(program)
@@ -355,6 +358,20 @@ class RoundContext:
             passed = passed_arguments(record, call)
             found = self._sites[key] = (record, call, passed, bound_at(record, call, passed))
         return found[2], found[3]
+
+    def as_called(self, call: CallSite, targets: Sequence[Target], target: Target) -> CallSite:
+        """`call` as `target` is called by it: where an invoker runs the callable handed to
+        it, the call the invoker makes (`call_sites.invoked`), made once per site and target
+        and kept with `call` (`call_site` keys both by identity)."""
+        if target.via not in INVOKED:
+            return call
+        entry = next((found for t in targets if (found := invoker(t.name))), None)
+        if entry is None:
+            return call
+        key = (id(call), target.name)
+        if key not in self._invoked:
+            self._invoked[key] = (call, invoked(call, entry))
+        return self._invoked[key][1]
 
     def _settled_reads(self, cond: Cond) -> bool:
         """Every attribute `cond` reads past its root is one nothing reassigns after

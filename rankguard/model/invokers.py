@@ -33,6 +33,8 @@ INVOKERS: tuple[Invoker, ...] = (
     Invoker(BUILTIN_PREFIX + "max", "key", "argument"),
     Invoker("functools.reduce", 0, "argument"),
 )
+# How a callable reached through one of them is called (`Target.via`).
+INVOKED = frozenset(entry.via for entry in INVOKERS)
 
 # A function that calls one of these waits for what it submitted to an executor.
 FUTURE_WAITS = ("*.result", "concurrent.futures.wait", "concurrent.futures.as_completed")
