@@ -92,23 +92,29 @@ def bound_at(callee: FunctionRecord, call: CallSite, passed: Passed) -> BoundAt:
 def invoked(call: CallSite, entry: Invoker) -> CallSite:
     """The call an invoker makes of the callable it is handed (`rankguard.model.invokers`):
     `to_thread(f, a, b)` and `run_in_executor(pool, f, a, b)` call `f(a, b)`, with the
-    keywords too. A callable handed by keyword or to `map`/`sorted` gets items nobody names
-    here: no argument is known."""
+    keywords too. Where the callable is not a plain positional argument (by keyword, after a
+    `*args`), what it is handed is unknown: a starred shape, so no default is taken as bound."""
     where = entry.argument
-    if isinstance(where, str) or entry.via == "argument" or where >= len(call.args):
-        return replace(call, args=(), kwargs=(), operands=(), literals=(), receiver=())
+    unknown = isinstance(where, str) or where >= len(call.args)
+    if unknown or any(arg.startswith("*") for arg in call.args[: where + 1]):
+        return replace(call, args=("*",), kwargs=(), operands=(), literals=(), receiver=())
     target = dotted(call.args[where]) or ()
-    positional = [o for o in call.operands if o.keyword is None]
     literals = tuple(
         (str(int(key) - where - 1) if key.isdigit() else key, value)
         for key, value in call.literals
         if not key.isdigit() or int(key) > where
     )
+    skipped, operands = 0, []
+    for operand in call.operands:  # in the order written, the first `where + 1` left out
+        if operand.keyword in (None, "*") and skipped <= where:
+            skipped += 1
+            continue
+        operands.append(operand)
     return replace(
         call,
         target=target,
         args=call.args[where + 1 :],
-        operands=(*positional[where + 1 :], *(o for o in call.operands if o.keyword)),
+        operands=tuple(operands),
         literals=literals,
         receiver=(),
     )

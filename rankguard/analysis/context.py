@@ -51,7 +51,7 @@ from rankguard.model.facts import (
     rename,
     rooted,
 )
-from rankguard.model.invokers import INVOKED, invoker
+from rankguard.model.invokers import FORWARDING, invoker
 from rankguard.model.placement import Attrs, of_segs
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord, Target
@@ -363,7 +363,7 @@ class RoundContext:
         """`call` as `target` is called by it: where an invoker runs the callable handed to
         it, the call the invoker makes (`call_sites.invoked`), made once per site and target
         and kept with `call` (`call_site` keys both by identity)."""
-        if target.via not in INVOKED:
+        if target.via not in FORWARDING:
             return call
         entry = next((found for t in targets if (found := invoker(t.name))), None)
         if entry is None:

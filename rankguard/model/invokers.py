@@ -33,8 +33,10 @@ INVOKERS: tuple[Invoker, ...] = (
     Invoker(BUILTIN_PREFIX + "max", "key", "argument"),
     Invoker("functools.reduce", 0, "argument"),
 )
-# How a callable reached through one of them is called (`Target.via`).
-INVOKED = frozenset(entry.via for entry in INVOKERS)
+# Invokers that call the callable with the arguments handed after it (`to_thread(f, a, b)`
+# calls `f(a, b)`), by `Target.via`. `argument` is not one: `map`/`sorted` hand it items, and
+# a callable parameter's call (`model.arguments`) is marked `argument` too.
+FORWARDING = frozenset(("awaited", "executor"))
 
 # A function that calls one of these waits for what it submitted to an executor.
 FUTURE_WAITS = ("*.result", "concurrent.futures.wait", "concurrent.futures.as_completed")
