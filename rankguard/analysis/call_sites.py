@@ -5,13 +5,14 @@ Read from the call's text, once per call site."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from rankguard.analysis.stability import SELF
 from rankguard.model.facts import Cond, Symbol
-from rankguard.model.invokers import Invoker
-from rankguard.model.records import FunctionRecord
+from rankguard.model.invokers import FORWARDING, Invoker, invoker
+from rankguard.model.records import FunctionRecord, Target
 from rankguard.summary.ir import CallSite, Param, Segs
 
 Passed = dict[str, tuple[str, str]]  # parameter -> (literal key, argument text)
@@ -87,6 +88,15 @@ def bound_at(callee: FunctionRecord, call: CallSite, passed: Passed) -> BoundAt:
         elif text.startswith("not ") and (segs := dotted(text[4:])):
             negated.append((name, segs))
     return out, tuple(plain), tuple(negated)
+
+
+def called_as(call: CallSite, targets: Sequence[Target], name: str) -> CallSite:
+    """`call` as its target `name` (one of `targets`) is called by it: where an invoker runs
+    the callable handed to it, the call the invoker makes (`invoked`); else `call` itself."""
+    if not any(t.name == name and t.via in FORWARDING for t in targets):
+        return call
+    entry = next((found for t in targets if (found := invoker(t.name))), None)
+    return call if entry is None else invoked(call, entry)
 
 
 def invoked(call: CallSite, entry: Invoker) -> CallSite:

@@ -23,8 +23,8 @@ from rankguard.analysis.call_sites import (
     BoundAt,
     Passed,
     bound_at,
+    called_as,
     dotted,
-    invoked,
     literal_truth,
     passed_arguments,
 )
@@ -51,7 +51,6 @@ from rankguard.model.facts import (
     rename,
     rooted,
 )
-from rankguard.model.invokers import FORWARDING, invoker
 from rankguard.model.placement import Attrs, of_segs
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord, Target
@@ -360,17 +359,11 @@ class RoundContext:
         return found[2], found[3]
 
     def as_called(self, call: CallSite, targets: Sequence[Target], target: Target) -> CallSite:
-        """`call` as `target` is called by it: where an invoker runs the callable handed to
-        it, the call the invoker makes (`call_sites.invoked`), made once per site and target
-        and kept with `call` (`call_site` keys both by identity)."""
-        if target.via not in FORWARDING:
-            return call
-        entry = next((found for t in targets if (found := invoker(t.name))), None)
-        if entry is None:
-            return call
+        """`call_sites.called_as`, made once per site and target and kept with `call`
+        (`call_site` keys both by identity)."""
         key = (id(call), target.name)
         if key not in self._invoked:
-            self._invoked[key] = (call, invoked(call, entry))
+            self._invoked[key] = (call, called_as(call, targets, target.name))
         return self._invoked[key][1]
 
     def _settled_reads(self, cond: Cond) -> bool:

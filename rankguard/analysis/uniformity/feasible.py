@@ -67,10 +67,12 @@ class FeasibleReach:
         record = self.program.functions[self._fn]
         for call in calls:
             self.calls.add(id(call))
-            for target in followed(self.program, self._fn, call):
+            targets = followed(self.program, self._fn, call)
+            for target in targets:
                 if target.name not in self.program.functions:
                     continue
-                facts = self.facts.entry_facts(target.name, call, known)
+                called = self.facts.context.as_called(call, targets, target)
+                facts = self.facts.entry_facts(target.name, called, known)
                 hop = Hop(self._fn, record.path, call.line, edge_of(target))
                 self.offer(target.name, facts, hop)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
+from rankguard.analysis.call_sites import called_as
 from rankguard.analysis.reach import followed
 from rankguard.analysis.uniformity.agreement import Agreement
 from rankguard.analysis.uniformity.answers import Answers, constant_of
@@ -231,7 +232,8 @@ class Walker:
     def call(self, call: CallSite, env: Env, state: _Statement) -> Labels:
         program = self.f.program
         catalog = self.catalog
-        targets = [t.name for t in followed(program, self.fn, call)]
+        resolved = followed(program, self.fn, call)
+        targets = [t.name for t in resolved]
         names = targets or [segs_text(call.target)]
         result: Labels = {}
         kind = catalog.kind_of_call(names)
@@ -309,7 +311,7 @@ class Walker:
             callee = program.functions[target]
             merge(result, self.callables.answer(call, target, builds, entered))
             self.forget_stored(target, env)
-            passed = self.bind_params(callee, call, operands)
+            passed = self.bind_params(callee, called_as(call, resolved, target), operands)
             if target in self.f.reached and self.fn not in self.f.reached:
                 passed = {}  # a caller outside the rounds builds other objects
             self.relays.called(target, passed)
