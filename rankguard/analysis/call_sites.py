@@ -5,14 +5,11 @@ Read from the call's text, once per call site."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from rankguard.analysis.stability import SELF
 from rankguard.model.facts import Cond, Symbol
-from rankguard.model.invokers import FORWARDING, Invoker, invoker
-from rankguard.model.records import FunctionRecord, Target
+from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CallSite, Param, Segs
 
 Passed = dict[str, tuple[str, str]]  # parameter -> (literal key, argument text)
@@ -88,46 +85,6 @@ def bound_at(callee: FunctionRecord, call: CallSite, passed: Passed) -> BoundAt:
         elif text.startswith("not ") and (segs := dotted(text[4:])):
             negated.append((name, segs))
     return out, tuple(plain), tuple(negated)
-
-
-def called_as(call: CallSite, targets: Sequence[Target], name: str) -> CallSite:
-    """`call` as its target `name` (one of `targets`) is called by it: where an invoker runs
-    the callable handed to it, the call the invoker makes (`invoked`); else `call` itself."""
-    if not any(t.name == name and t.via in FORWARDING for t in targets):
-        return call
-    entry = next((found for t in targets if (found := invoker(t.name))), None)
-    return call if entry is None else invoked(call, entry)
-
-
-def invoked(call: CallSite, entry: Invoker) -> CallSite:
-    """The call an invoker makes of the callable it is handed (`rankguard.model.invokers`):
-    `to_thread(f, a, b)` and `run_in_executor(pool, f, a, b)` call `f(a, b)`, with the
-    keywords too. Where the callable is not a plain positional argument (by keyword, after a
-    `*args`), what it is handed is unknown: a starred shape, so no default is taken as bound."""
-    where = entry.argument
-    unknown = isinstance(where, str) or where >= len(call.args)
-    if unknown or any(arg.startswith("*") for arg in call.args[: where + 1]):
-        return replace(call, args=("*",), kwargs=(), operands=(), literals=(), receiver=())
-    target = dotted(call.args[where]) or ()
-    literals = tuple(
-        (str(int(key) - where - 1) if key.isdigit() else key, value)
-        for key, value in call.literals
-        if not key.isdigit() or int(key) > where
-    )
-    skipped, operands = 0, []
-    for operand in call.operands:  # in the order written, the first `where + 1` left out
-        if operand.keyword in (None, "*") and skipped <= where:
-            skipped += 1
-            continue
-        operands.append(operand)
-    return replace(
-        call,
-        target=target,
-        args=call.args[where + 1 :],
-        operands=tuple(operands),
-        literals=literals,
-        receiver=(),
-    )
 
 
 def dotted(text: str) -> Segs | None:

@@ -23,7 +23,6 @@ from rankguard.analysis.call_sites import (
     BoundAt,
     Passed,
     bound_at,
-    called_as,
     dotted,
     literal_truth,
     passed_arguments,
@@ -51,6 +50,7 @@ from rankguard.model.facts import (
     rename,
     rooted,
 )
+from rankguard.model.invokers import called_as
 from rankguard.model.placement import Attrs, of_segs
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord, Target

@@ -21,6 +21,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from rankguard.model.invokers import called_as
 from rankguard.model.records import Resolved, Target
 from rankguard.model.values import Value, names_a_callable
 from rankguard.summary.ir import CallSite, FunctionInfo, Operand, walk_statements
@@ -51,7 +52,7 @@ def through_parameters(program: Program, resolver: Resolver) -> None:
             elif (param := copied_parameter(program.functions[qual].info, name)) is not None:
                 pending.append((qual, index, qual, param, targets))
     for _ in range(_MAX_ROUNDS):
-        flow = _Flow(program, resolver, callers(program))
+        flow = _Flow(program, resolver, callers(program, as_called=True))
         changed = False
         for qual, index, owner, name, held in pending:
             call = program.calls[qual][index].call
@@ -67,14 +68,17 @@ def through_parameters(program: Program, resolver: Resolver) -> None:
             break
 
 
-def callers(program: Program) -> Callers:
-    """Callee -> (caller, call site) for every call edge (callbacks left out)."""
+def callers(program: Program, as_called: bool = False) -> Callers:
+    """Callee -> (caller, call site) for every call edge (callbacks left out). `as_called`:
+    the call as the callee is called by it, for what its arguments bind (`to_thread(f, a)`
+    calls `f(a)`: `invokers.called_as`); else the site itself, as the caller's body holds it."""
     callers: Callers = defaultdict(list)
     for qual, resolved in program.calls.items():
         for call, targets in resolved:
             for target in targets:
                 if target.kind != "callback" and target.name in program.functions:
-                    callers[target.name].append((qual, call))
+                    site = called_as(call, targets, target.name) if as_called else call
+                    callers[target.name].append((qual, site))
     return callers
 
 

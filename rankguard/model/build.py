@@ -178,8 +178,8 @@ def _resolve_calls(
             program.callbacks[qual] = callbacks
             part["callbacks"][qual] = callbacks
     through_slots(program, resolver)
+    _through_invokers(program, resolver)  # first: a thread's callable is a caller too
     through_parameters(program, resolver)
-    _through_invokers(program, resolver)
     _implicit_dunders(program, resolver)
     program.unresolved = [
         (qual, r.call.text, program.functions[qual].path, r.call.line)

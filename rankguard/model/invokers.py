@@ -11,9 +11,13 @@ right there. For these, the callable argument is a `call` edge refined by `via` 
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import NamedTuple
 
+from rankguard.model.records import Target
 from rankguard.model.values import BUILTIN_PREFIX
+from rankguard.summary.ir import CallSite
 
 
 class Invoker(NamedTuple):
@@ -54,3 +58,44 @@ def waits_on_futures(callees: list[str], texts: list[str]) -> bool:
     if any(text.endswith(".result") for text in texts):
         return True
     return any(fnmatch.fnmatchcase(c, p) for c in callees for p in FUTURE_WAITS)
+
+
+def called_as(call: CallSite, targets: Sequence[Target], name: str) -> CallSite:
+    """`call` as its target `name` (one of `targets`) is called by it: where an invoker runs
+    the callable handed to it, the call the invoker makes (`invoked`); else `call` itself."""
+    if not any(t.name == name and t.via in FORWARDING for t in targets):
+        return call
+    entry = next((found for t in targets if (found := invoker(t.name))), None)
+    return call if entry is None else invoked(call, entry)
+
+
+def invoked(call: CallSite, entry: Invoker) -> CallSite:
+    """The call an invoker makes of the callable it is handed (`rankguard.model.invokers`):
+    `to_thread(f, a, b)` and `run_in_executor(pool, f, a, b)` call `f(a, b)`, with the
+    keywords too. Where the callable is not a plain positional argument (by keyword, after a
+    `*args`), what it is handed is unknown: a starred shape, so no default is taken as bound."""
+    where = entry.argument
+    unknown = isinstance(where, str) or where >= len(call.args)
+    if unknown or any(arg.startswith("*") for arg in call.args[: where + 1]):
+        return replace(call, args=("*",), kwargs=(), operands=(), literals=(), receiver=())
+    parts = tuple(call.args[where].split("."))
+    target = parts if all(part.isidentifier() for part in parts) else ()
+    literals = tuple(
+        (str(int(key) - where - 1) if key.isdigit() else key, value)
+        for key, value in call.literals
+        if not key.isdigit() or int(key) > where
+    )
+    skipped, operands = 0, []
+    for operand in call.operands:  # in the order written, the first `where + 1` left out
+        if operand.keyword in (None, "*") and skipped <= where:
+            skipped += 1
+            continue
+        operands.append(operand)
+    return replace(
+        call,
+        target=target,
+        args=call.args[where + 1 :],
+        operands=tuple(operands),
+        literals=literals,
+        receiver=(),
+    )

@@ -45,7 +45,7 @@ def through_slots(program: Program, resolver: Resolver) -> None:
             if call.deferred or any(t.name in program.functions for t in targets):
                 continue
             if flow is None:
-                flow = _SlotFlow(program, resolver, callers(program))
+                flow = _SlotFlow(program, resolver, callers(program, as_called=True))
             found = flow.slot(f"{record.module}.{record.info.cls}", segs[1])
             found.discard(qual)  # a wrapper never wraps itself
             if not found or len(found) > _MAX_TARGETS:

@@ -170,3 +170,25 @@ def test_a_starred_argument_after_the_callable_keeps_its_place(tmp_path: Path) -
                 dist.barrier()
         """,
     )
+
+
+def test_a_callable_handed_on_through_the_invoker_is_called(tmp_path: Path) -> None:
+    # `work(cb)` calls its parameter: what flows into `cb` is what the thread is handed after
+    # `work`, not `work` itself (`model.arguments`).
+    _marked_with_code(
+        tmp_path,
+        """
+        import asyncio
+
+        def loud():
+            torch.cuda.synchronize()  # expect
+
+        def work(cb):
+            cb()
+
+        async def event_loop():
+            while True:
+                await asyncio.to_thread(work, loud)
+                dist.barrier()
+        """,
+    )

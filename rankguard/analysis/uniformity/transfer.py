@@ -24,7 +24,6 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import replace
 
-from rankguard.analysis.call_sites import called_as
 from rankguard.analysis.reach import followed
 from rankguard.analysis.uniformity.agreement import Agreement
 from rankguard.analysis.uniformity.answers import Answers, constant_of
@@ -50,6 +49,7 @@ from rankguard.analysis.uniformity.trees import displayed, same_sides
 from rankguard.analysis.uniformity.tuples import Items, TupleItems, forget
 from rankguard.analysis.uniformity.zipped import loop_items
 from rankguard.model.binding import bind
+from rankguard.model.invokers import called_as
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import (
     CALL,
