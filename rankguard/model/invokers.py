@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from rankguard.model.records import Target
 from rankguard.model.values import BUILTIN_PREFIX
-from rankguard.summary.ir import CallSite
+from rankguard.summary.ir import CallSite, Operand
 
 
 class Invoker(NamedTuple):
@@ -62,8 +62,11 @@ def waits_on_futures(callees: list[str], texts: list[str]) -> bool:
 
 def called_as(call: CallSite, targets: Sequence[Target], name: str) -> CallSite:
     """`call` as its target `name` (one of `targets`) is called by it: where an invoker runs
-    the callable handed to it, the call the invoker makes (`invoked`); else `call` itself."""
-    if not any(t.name == name and t.via in FORWARDING for t in targets):
+    the callable handed to it, the call the invoker makes (`invoked`); else `call` itself,
+    also where the same call reaches `name` directly too (`self.run(self.gate, n)` with
+    `self.run` either `gate` or a pool's `submit`)."""
+    edges = [t for t in targets if t.name == name]
+    if not edges or any(t.via not in FORWARDING for t in edges):
         return call
     entry = next((found for t in targets if (found := invoker(t.name))), None)
     return call if entry is None else invoked(call, entry)
@@ -77,7 +80,8 @@ def invoked(call: CallSite, entry: Invoker) -> CallSite:
     where = entry.argument
     unknown = isinstance(where, str) or where >= len(call.args)
     if unknown or any(arg.startswith("*") for arg in call.args[: where + 1]):
-        return replace(call, args=("*",), kwargs=(), operands=(), literals=(), receiver=())
+        starred = (Operand("*"),)
+        return replace(call, args=("*",), kwargs=(), operands=starred, literals=(), receiver=())
     parts = tuple(call.args[where].split("."))
     target = parts if all(part.isidentifier() for part in parts) else ()
     literals = tuple(

@@ -192,3 +192,31 @@ def test_a_callable_handed_on_through_the_invoker_is_called(tmp_path: Path) -> N
                 dist.barrier()
         """,
     )
+
+
+def test_a_function_also_called_directly_by_the_same_call_keeps_that_binding(
+    tmp_path: Path,
+) -> None:
+    # `self.run` is `gate` itself or the pool's `submit`: called directly, `gate(self.gate,
+    # n)` binds `b` to the count; handed to `submit`, `gate(n)` leaves `b` its default.
+    _marked_with_code(
+        tmp_path,
+        """
+        from concurrent.futures import ThreadPoolExecutor
+
+        class S:
+            def __init__(self, fast, n):
+                self.pool = ThreadPoolExecutor(1)
+                self.run = self.gate if fast else self.pool.submit
+                self.n = n
+
+            def gate(self, a, b=0):
+                if b > 5:
+                    torch.cuda.synchronize()  # expect
+
+            def event_loop(self):
+                while True:
+                    self.run(self.gate, self.n).result()  # expect
+                    dist.barrier()
+        """,
+    )

@@ -27,6 +27,7 @@ from rankguard.analysis.uniformity.groups import Groups as Groups  # re-exported
 from rankguard.catalogs.rank_sources import RankSourceCatalog
 from rankguard.core.chains import Hop
 from rankguard.model.binding import bind
+from rankguard.model.invokers import called_as
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.conditions import Cond
@@ -67,9 +68,11 @@ class CollectiveCalls:
     def _compute(self, record: FunctionRecord, call: CallSite) -> Reached:
         out: Reached = []
         pruned: set[str] = set()
-        for target in followed(self.program, record.qualname, call):
+        targets = followed(self.program, record.qualname, call)
+        for target in targets:
             callee = self.program.functions.get(target.name)
-            constants = self.constants(callee, call) if callee is not None else {}
+            called = called_as(call, targets, target.name)  # `to_thread(f, a)` calls `f(a)`
+            constants = self.constants(callee, called) if callee is not None else {}
             if callee is None or not constants:
                 continue
             pruned.add(callee.qualname)

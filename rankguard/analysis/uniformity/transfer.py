@@ -311,12 +311,12 @@ class Walker:
             callee = program.functions[target]
             merge(result, self.callables.answer(call, target, builds, entered))
             self.forget_stored(target, env)
-            passed = self.bind_params(callee, called_as(call, resolved, target), operands)
+            passed = self.bind_params(callee, called := called_as(call, resolved, target), operands)
             if target in self.f.reached and self.fn not in self.f.reached:
                 passed = {}  # a caller outside the rounds builds other objects
             self.relays.called(target, passed)
             if not entered and not builds and len(internal) == 1:
-                self.tuples.called(call, target, passed, env)
+                self.tuples.called(called, target, passed, env)
             # What a collective wrapper hands back is what the group agreed on, even when one
             # path returns the argument itself (the root of a broadcast, a group of one).
             summary = {} if entered or self.relays.relayed(target) else self.f.ret_params(target)
@@ -325,7 +325,7 @@ class Walker:
                 if param in summary:
                     back = self.step(call.line, f"{call.text}(…) returns {param}")
                     merge(result, through(labels, back))
-            merge(result, {} if entered else self.callables.returned(call, target))
+            merge(result, {} if entered else self.callables.returned(called, target))
         return result
 
     def receiver(self, call: CallSite, env: Env, state: _Statement) -> Labels:
