@@ -359,7 +359,7 @@ class RoundContext:
         return found[2], found[3]
 
     def as_called(self, call: CallSite, targets: Sequence[Target], target: Target) -> CallSite:
-        """`call_sites.called_as`, made once per site and target and kept with `call`
+        """`invokers.called_as`, made once per site and target and kept with `call`
         (`call_site` keys both by identity)."""
         key = (id(call), target.name)
         if key not in self._invoked:
