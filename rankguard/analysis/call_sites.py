@@ -10,7 +10,7 @@ from typing import Any
 from rankguard.analysis.stability import SELF
 from rankguard.model.facts import Cond, Symbol
 from rankguard.model.records import FunctionRecord
-from rankguard.summary.ir import CallSite, Param, Segs
+from rankguard.summary.ir import CallSite, Param, Segs, dotted
 
 Passed = dict[str, tuple[str, str]]  # parameter -> (literal key, argument text)
 # `bound_at`: literal bindings, parameters filled by a plain reference, and by its negation.
@@ -85,12 +85,6 @@ def bound_at(callee: FunctionRecord, call: CallSite, passed: Passed) -> BoundAt:
         elif text.startswith("not ") and (segs := dotted(text[4:])):
             negated.append((name, segs))
     return out, tuple(plain), tuple(negated)
-
-
-def dotted(text: str) -> Segs | None:
-    """`w`, `self.batch`: an argument's text that is a plain reference, as segments."""
-    parts = tuple(text.split("."))
-    return parts if all(p.isidentifier() for p in parts) else None
 
 
 def literal_truth(value: Any) -> bool:

@@ -23,7 +23,6 @@ from rankguard.analysis.call_sites import (
     BoundAt,
     Passed,
     bound_at,
-    dotted,
     literal_truth,
     passed_arguments,
 )
@@ -50,7 +49,7 @@ from rankguard.model.facts import (
     rename,
     rooted,
 )
-from rankguard.model.invokers import called_as
+from rankguard.model.invokers import FORWARDING, called_as
 from rankguard.model.placement import Attrs, of_segs
 from rankguard.model.program import Program
 from rankguard.model.records import FunctionRecord, Target
@@ -60,6 +59,7 @@ from rankguard.summary.ir import (
     CallSite,
     Segs,
     Stmt,
+    dotted,
     walk_statements,
 )
 
@@ -361,6 +361,8 @@ class RoundContext:
     def as_called(self, call: CallSite, targets: Sequence[Target], target: Target) -> CallSite:
         """`invokers.called_as`, made once per site and target and kept with `call`
         (`call_site` keys both by identity)."""
+        if target.via not in FORWARDING:
+            return call  # every other entry, on the walk's hot path: nothing to keep
         key = (id(call), target.name)
         if key not in self._invoked:
             self._invoked[key] = (call, called_as(call, targets, target.name))

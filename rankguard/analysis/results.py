@@ -25,13 +25,12 @@ from typing import Any
 
 from rankguard.analysis.call_sites import (
     bound_at,
-    dotted,
     passed_arguments,
     receiver_parameter,
 )
 from rankguard.model.facts import Cond, Symbol, member, refs, rename
 from rankguard.model.records import FunctionRecord
-from rankguard.summary.ir import CallSite, Segs, Stmt, walk_statements
+from rankguard.summary.ir import CallSite, Segs, Stmt, dotted, walk_statements
 
 _OTHER: Cond = ("other",)
 PLAIN_DECORATORS = frozenset(("staticmethod", "classmethod"))

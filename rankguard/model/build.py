@@ -13,7 +13,14 @@ from rankguard.model.records import ClassRecord, FunctionRecord, ModuleRecord, R
 from rankguard.model.resolve import Resolver, suspends
 from rankguard.model.slots import through_slots
 from rankguard.model.values import BUILTIN_PREFIX
-from rankguard.summary.ir import SUBSCRIPT, FileSummary, Stmt, walk_calls, walk_statements
+from rankguard.summary.ir import (
+    SUBSCRIPT,
+    FileSummary,
+    Stmt,
+    dotted,
+    walk_calls,
+    walk_statements,
+)
 
 # What resolution learned, keyed so it can be cached beside the summaries and re-applied:
 # class links, each function's call targets in `walk_calls` order, callbacks, unresolved calls,
@@ -215,8 +222,8 @@ def _through_invokers(program: Program, resolver: Resolver) -> None:
                     text = call.kwarg(where)
                 else:
                     text = call.args[where] if where < len(call.args) else None
-                segs = tuple(text.split(".")) if text else ()
-                if segs and all(part.isidentifier() for part in segs):
+                segs = dotted(text) if text else None
+                if segs:
                     names = resolver.value_ref_targets(record, segs)
                     found += [Target(name, "call", entry.via) for name in names]
             if found:

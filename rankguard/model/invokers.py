@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from rankguard.model.records import Target
 from rankguard.model.values import BUILTIN_PREFIX
-from rankguard.summary.ir import CallSite, Operand
+from rankguard.summary.ir import CallSite, Operand, dotted
 
 
 class Invoker(NamedTuple):
@@ -82,8 +82,7 @@ def invoked(call: CallSite, entry: Invoker) -> CallSite:
     if unknown or any(arg.startswith("*") for arg in call.args[: where + 1]):
         starred = (Operand("*"),)
         return replace(call, args=("*",), kwargs=(), operands=starred, literals=(), receiver=())
-    parts = tuple(call.args[where].split("."))
-    target = parts if all(part.isidentifier() for part in parts) else ()
+    target = dotted(call.args[where]) or ()
     literals = tuple(
         (str(int(key) - where - 1) if key.isdigit() else key, value)
         for key, value in call.literals

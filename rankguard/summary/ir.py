@@ -22,6 +22,12 @@ SUBSCRIPT = "[]"
 OPAQUE = "<expr>"
 
 
+def dotted(text: str) -> Segs | None:
+    """`w`, `self.batch`: an argument's text that is a plain reference, as segments."""
+    parts = tuple(text.split("."))
+    return parts if all(p.isidentifier() for p in parts) else None
+
+
 def segs_text(segs: Segs) -> str:
     out = ""
     for seg in segs:
