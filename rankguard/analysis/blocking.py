@@ -111,7 +111,6 @@ class BlockingAnalysis:
         watched from the start, so that every summary says whether it runs it."""
         self.program = program
         self.platforms = platforms or platform_catalog()
-
         self._memo_cadence: dict[tuple[int, Any], str | None] = {}
         self.launches = Launches(program)
         self.collectives = collectives
