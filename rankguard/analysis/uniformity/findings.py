@@ -84,7 +84,12 @@ def find_divergent_calls(
     if not reached:
         return []
     catalog = rank_source_catalog(tuple(driver_terms))
-    elsewhere = other_modes_only(program, round_functions)
+    # What runs only in another mode, or only on hardware the run does not analyse (the
+    # platforms catalog's rule, which the blocking walk follows too), stores nothing the
+    # rounds read.
+    elsewhere = other_modes_only(program, round_functions) | {
+        name for name, r in program.functions.items() if facts.platforms.foreign(r.module)
+    }
     flow = UniformityFlow(program, reach, catalog, reached, elsewhere, store, salt)
     out: list[DivergentCall] = []
     for name in sorted(reached):

@@ -65,8 +65,8 @@ class UniformityFlow:
         # Functions the rounds reach: their parameters take values only from callers the rounds
         # also reach (a start-up profiler's synthetic requests are not the round's requests).
         self.reached = frozenset(reached)
-        # Functions that run only in another mode's loop (`modes.other_modes_only`): what they
-        # store is not this round's state.
+        # Functions that run only in another mode's loop (`modes.other_modes_only`) or only on
+        # a platform the run does not analyse: what they store is not this round's state.
         self.elsewhere = frozenset(elsewhere)
         self.program = program
         self.reach = reach
