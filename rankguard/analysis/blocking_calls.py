@@ -215,6 +215,10 @@ class CallClassifier:
         elif guard == "timeout":
             if timeout_clear(call, entry):
                 return None
+            if entry.kind == _WORK_WAIT:
+                env = bound(call, env, known or {}, self.placement.attribute)
+                if receiver_fact(call, stmt_calls, env, self.placement.attribute) == DEVICE:
+                    return None  # a device group's Work: the stream waits, not the host
         elif guard == "thread-dead" and (thread_dead(call, taken) or timeout_clear(call, entry)):
             return None
         if guard == "duration" and zero_duration(call):
@@ -393,6 +397,7 @@ _REDUCTIONS = frozenset(("any", "all", "sum", "max", "min", "mean", "prod", "cou
 # Guards of copies that may run either way; one to the host is `.cpu()` (`_to_host`).
 _COPIES = frozenset(("host-to-device", "copy-across"))
 _TO_HOST_ENTRY = "torch.Tensor.cpu"
+_WORK_WAIT = "work-wait"
 
 
 def _truths(cond: Cond) -> Iterator[Cond]:

@@ -102,6 +102,10 @@ _ACCELERATORS = ("cuda", "npu", "xpu", "musa", "mps", "hpu")
 _HOST_NAMES = frozenset(("np", "cpu", "numpy"))
 _HOST_SUFFIXES = ("_cpu", "_host", "_np", "_numpy")
 _DEVICE_TEXT = re.compile(r"""^(?:torch\.device\()?f?['"](?P<kind>\w+)""")
+# The kind of a process group its name says (`tp_gpu_group`, `pg.device_group`,
+# `tp_cpu_group`, `gloo_group`): where a collective on it keeps its Work handle.
+_GROUP_KIND = re.compile(r"(?:^|_)(?P<kind>gpu|device|nccl|cuda|cpu|gloo)_?group$")
+_HOST_GROUPS = frozenset(("cpu", "gloo"))
 
 Env = Mapping[str, str]
 # What one assignment gives an attribute: its tree, the placements of the function's locals
@@ -231,6 +235,8 @@ def of_tree(tree: Any, env: Env, known: Facts, attrs: Attrs) -> str | None:
         return device_of(device, env, known, attrs)
     if method in _INDEX_CALLS and len(segs) >= 2:
         return INDEX
+    if kwargs.get("async_op") == ("const", True):
+        return _work(kwargs.get("group"))
     module = segs[:-1]
     if len(segs) == 2 and segs[0] == "torch":
         if method == "device":
@@ -248,6 +254,19 @@ def of_tree(tree: Any, env: Env, known: Facts, attrs: Attrs) -> str | None:
     if method in KEEPS and len(segs) >= 2:
         return _receiver(tree, env, known, attrs)
     return None
+
+
+def _work(group: Any) -> str | None:
+    """Where the Work handle of an asynchronous collective lives: with its stream on a device
+    group (NCCL: `wait()` orders the current stream after it and returns), on the host on a CPU
+    group (gloo: `wait()` blocks until the peers join); unknown where the group's name does not
+    say (the default group, a bare `group`)."""
+    if not group or group[0] != "ref":
+        return None
+    found = _GROUP_KIND.search(group[1][-1])
+    if found is None:
+        return None
+    return CPU if found.group("kind") in _HOST_GROUPS else DEVICE
 
 
 def unpacked(
