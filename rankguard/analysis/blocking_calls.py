@@ -2,10 +2,11 @@
 
 The catalog says which callees may block; this module decides, for one call site, whether
 what is known there clears it (a tensor on the CPU, a timeout, zmq.NOBLOCK, a thread that
-cannot be alive) and the finding's confidence: `high` only where the model knows the callee and
-knows it blocks, `medium` where a guard could not decide (a tensor of unknown placement), `low`
-where only the method's name matched. It also knows what runs "now and then" (cadence) and
-which attribute reads run a property getter.
+cannot be alive, the Work of a collective on a device group, which a stream waits for) and the
+finding's confidence: `high` only where the model knows the callee and knows it blocks,
+`medium` where a guard could not decide (a tensor of unknown placement), `low` where only the
+method's name matched. It also knows what runs "now and then" (cadence) and which attribute
+reads run a property getter.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from rankguard.model.placement import (
     CPU,
     DEVICE,
     HOST,
+    STREAM,
     AttributePlacement,
     bound,
     device_of,
@@ -217,7 +219,7 @@ class CallClassifier:
                 return None
             if entry.kind == _WORK_WAIT:
                 env = bound(call, env, known or {}, self.placement.attribute)
-                if receiver_fact(call, stmt_calls, env, self.placement.attribute) == DEVICE:
+                if receiver_fact(call, stmt_calls, env, self.placement.attribute) == STREAM:
                     return None  # a device group's Work: the stream waits, not the host
         elif guard == "thread-dead" and (thread_dead(call, taken) or timeout_clear(call, entry)):
             return None

@@ -1,6 +1,7 @@
 """Where a tensor lives: `cpu` (host memory, pinned or not), `device` (an accelerator),
 `scalar` (a Python number or list read off a tensor: host data, no tensor), or unknown (None),
-read from value trees (`summary.conditions`) and call sites.
+read from value trees (`summary.conditions`) and call sites; and `stream` for the Work handle of
+an asynchronous collective on a device group, whose `wait()` holds a stream, not the host.
 
 The rules are PyTorch's: factories allocate on the CPU unless given `device=`; `.cpu()`,
 `.numpy()` and `.pin_memory()` give host tensors, `.item()` and `.tolist()` Python values,
@@ -41,6 +42,7 @@ from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt, walk_sta
 
 CPU, DEVICE, SCALAR = "cpu", "device", "scalar"
 INDEX = "index"  # a Python int naming an accelerator: host data, a device where one is expected
+STREAM = "stream"  # a device group's Work handle: waiting on it orders a stream, not the host
 HOST = frozenset((CPU, SCALAR, INDEX))  # no device data: a sync on it reads nothing from a device
 # Calls that give the index of an accelerator (`torch.cuda.current_device()`, `t.get_device()`).
 _INDEX_CALLS = frozenset(("current_device", "get_device", "current_device_index"))
@@ -102,10 +104,17 @@ _ACCELERATORS = ("cuda", "npu", "xpu", "musa", "mps", "hpu")
 _HOST_NAMES = frozenset(("np", "cpu", "numpy"))
 _HOST_SUFFIXES = ("_cpu", "_host", "_np", "_numpy")
 _DEVICE_TEXT = re.compile(r"""^(?:torch\.device\()?f?['"](?P<kind>\w+)""")
-# The kind of a process group its name says (`tp_gpu_group`, `pg.device_group`,
-# `tp_cpu_group`, `gloo_group`): where a collective on it keeps its Work handle.
-_GROUP_KIND = re.compile(r"(?:^|_)(?P<kind>gpu|device|nccl|cuda|cpu|gloo)_?group$")
-_HOST_GROUPS = frozenset(("cpu", "gloo"))
+# A device process group, as its name says (`tp_gpu_group`, `pg.device_group`, `nccl_group`).
+_DEVICE_GROUP = re.compile(r"(?:^|_)(?:gpu|device|nccl|cuda)_?group$")
+# torch.distributed collectives whose Work, on a device group, is waited for by a stream (not a
+# barrier: its Work synchronizes the host on NCCL too).
+_STREAM_COLLECTIVES = frozenset(
+    (
+        "broadcast", "all_reduce", "reduce", "all_gather", "all_gather_into_tensor",
+        "reduce_scatter", "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "gather",
+        "scatter",
+    )
+)  # fmt: skip
 
 Env = Mapping[str, str]
 # What one assignment gives an attribute: its tree, the placements of the function's locals
@@ -235,7 +244,7 @@ def of_tree(tree: Any, env: Env, known: Facts, attrs: Attrs) -> str | None:
         return device_of(device, env, known, attrs)
     if method in _INDEX_CALLS and len(segs) >= 2:
         return INDEX
-    if kwargs.get("async_op") == ("const", True):
+    if method in _STREAM_COLLECTIVES and kwargs.get("async_op") == ("const", True):
         return _work(kwargs.get("group"))
     module = segs[:-1]
     if len(segs) == 2 and segs[0] == "torch":
@@ -257,16 +266,13 @@ def of_tree(tree: Any, env: Env, known: Facts, attrs: Attrs) -> str | None:
 
 
 def _work(group: Any) -> str | None:
-    """Where the Work handle of an asynchronous collective lives: with its stream on a device
-    group (NCCL: `wait()` orders the current stream after it and returns), on the host on a CPU
-    group (gloo: `wait()` blocks until the peers join); unknown where the group's name does not
-    say (the default group, a bare `group`)."""
-    if not group or group[0] != "ref":
-        return None
-    found = _GROUP_KIND.search(group[1][-1])
-    if found is None:
-        return None
-    return CPU if found.group("kind") in _HOST_GROUPS else DEVICE
+    """The Work handle of an asynchronous collective on a group its name says is a device
+    group (NCCL) is `STREAM`: its `wait()` makes the current stream wait and returns, so the
+    host does not wait for the peers (PyTorch's semantics for CUDA collectives). Any other
+    group (gloo, the default group, a bare `group`) is not known: its `wait()` may block."""
+    if group and group[0] == "ref" and _DEVICE_GROUP.search(group[1][-1]):
+        return STREAM
+    return None
 
 
 def unpacked(
