@@ -24,7 +24,7 @@ from rankguard.analysis.blocking_types import (
 )
 from rankguard.analysis.blocking_with import PHASE, at_yield, waiting, with_statement
 from rankguard.analysis.collectives import CollectiveSite
-from rankguard.analysis.context import placements
+from rankguard.analysis.context import enclosed, placements
 from rankguard.analysis.doubts import (
     DOUBT,
     SKIPPABLE,
@@ -449,11 +449,11 @@ class Walk:
         record = self.a.program.functions[name]
         if self.a.platforms.foreign(record.module):
             return state  # another platform's code (`catalogs.platforms`): not run here
-        env = {}
+        env = enclosed(self.record, record, state.env)
         if call is not None:
             attrs = self.a.classify.placement.attribute
             passed = self.a.context.call_site(record, call)[0]
-            env = placements(passed, call, stmt_calls, state.env, attrs)
+            env |= placements(passed, call, stmt_calls, state.env, attrs)
         known = self.a.entry_facts(name, call, state.known)
         if drained:
             known.update(drained)

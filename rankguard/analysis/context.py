@@ -403,6 +403,18 @@ def _said_of(cond: Cond, segs: Segs, param: str) -> Cond | None:
     return rename(marked, (_ARGUMENT,), (param,)) if rooted(marked, _ARGUMENT) else None
 
 
+def enclosed(
+    caller: FunctionRecord, callee: FunctionRecord, env: Mapping[str, str]
+) -> dict[str, str]:
+    """What a function nested in `caller` knows of the placements of `caller`'s locals where
+    `caller` calls it (handing it to `asyncio.to_thread` too): a closure reads them as they
+    are then, save the names it binds itself or takes as parameters."""
+    if not callee.qualname.startswith(caller.qualname + ".<locals>."):
+        return {}
+    own = {p.name for p in callee.info.params} | set(callee.info.bound)
+    return {name: fact for name, fact in env.items() if name.split(".", 1)[0] not in own}
+
+
 def placements(
     passed: Passed,
     call: CallSite,
