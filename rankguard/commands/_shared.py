@@ -15,6 +15,8 @@ from rankguard.core.errors import ErrorRecord, InputError
 from rankguard.model import Program, load_program
 from rankguard.model.load import make_cache
 
+_CHUNKS_PER_WRITE = 1 << 16  # encoder chunks joined into one write of the JSON document
+
 
 def load_config(args: argparse.Namespace, start: Path) -> Config:
     return load(args.config, start)
@@ -35,8 +37,18 @@ def print_warnings(warnings: list[ErrorRecord]) -> None:
 
 
 def emit_json(payload: dict[str, Any], out=None) -> None:
-    json.dump(payload, out or sys.stdout, indent=2, sort_keys=True)
-    (out or sys.stdout).write("\n")
+    """The document in large writes: `json.dump` hands the stream each small chunk the encoder
+    makes (8 M writes for sglang's 99 MB check document: 26 of a warm run's 30 s); one string
+    of it all would hold a second copy of the document."""
+    stream = out or sys.stdout
+    chunks: list[str] = []
+    for chunk in json.JSONEncoder(indent=2, sort_keys=True).iterencode(payload):
+        chunks.append(chunk)
+        if len(chunks) == _CHUNKS_PER_WRITE:
+            stream.write("".join(chunks))
+            chunks.clear()
+    chunks.append("\n")
+    stream.write("".join(chunks))
 
 
 def announce(found: Discovery) -> None:
