@@ -480,11 +480,9 @@ class Walk:
         return self.apply(summary, state, hop, cadence)
 
     def apply(self, summary: Summary, state: State, hop: Hop, cadence: str | None) -> State:
-        for pair in summary.pairs.values():
-            below = pair.below(hop, cadence)
-            keep_pair(self.pairs, below)
-        tail = {key: call.below(hop, cadence) for key, call in summary.tail.items()}
-        first = {site: (hop, *chain) for site, chain in summary.first.items()}
+        pairs, tail, first = summary.below(hop, cadence)
+        for pair in pairs:
+            keep_pair(self.pairs, pair)
         for call in state.pending.values():
             for site, chain in first.items():
                 pair = Pair(call, site, chain)
