@@ -252,10 +252,16 @@ class BlockingAnalysis:
     def forget_summaries(self) -> None:
         """Drops the memoised summaries, once every round that needs them is walked: the
         other analyses ask only for facts (`entry_facts`, `infeasible`), and on sglang the
-        summaries held 429 MiB through the divergence analysis after them, the run's peak."""
+        summaries held 429 MiB through the divergence analysis after them, the run's peak.
+        What only the walk asks goes too: the keys of kept summaries, and what each call may
+        write (`Clobbers` starts afresh, should a walk come again): 130 MiB more on sglang
+        (session 18), held to the end of the run before."""
         self._memo.clear()
         self._cuts.clear()
         self._sets.clear()
+        self._memo_cadence.clear()
+        self.kept = None
+        self.clobbers = Clobbers(self.program, self.context.stability)
 
     def entry_facts(
         self, name: str, call: CallSite | None, known: Mapping[Cond, Any]
