@@ -65,9 +65,10 @@ def _groups(over: str) -> frozenset[str]:
     return frozenset(over.split(",")) - {""}
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class Step:
-    """One hop of a flow: in `function`, at `path:line`, `text` carried the value on."""
+    """One hop of a flow: in `function`, at `path:line`, `text` carried the value on.
+    Slotted: a divergence check of sglang holds 170 k of them (session 18)."""
 
     function: str
     path: str
@@ -142,9 +143,10 @@ def _join_items(envs: list[Env], out: Env) -> None:
                     merge(item, env.get(f"{name}#{index}", {}))
 
 
-@dataclass
+@dataclass(slots=True)
 class FunctionFlow:
-    """What one walk of a function found: flows into symbolic nodes, and each condition's labels."""
+    """What one walk of a function found: flows into symbolic nodes, and each condition's labels.
+    Slotted: one per function walked, 35 k on sglang (session 18)."""
 
     edges: dict[Node, Labels] = field(default_factory=dict)
     conditions: dict[int, Labels] = field(default_factory=dict)  # id(Stmt) -> labels
