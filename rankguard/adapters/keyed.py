@@ -38,6 +38,11 @@ class KeyedStore:
         self._held = 0  # bytes in `_pending`
         self._broken = path is None and not in_memory
 
+    @property
+    def keeps(self) -> bool:
+        """Whether what is put may be got back (no: the cache is off, or the file is broken)."""
+        return not self._broken
+
     def _connect(self) -> sqlite3.Connection | None:
         if self._broken:
             return None

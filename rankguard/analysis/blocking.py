@@ -131,49 +131,47 @@ class BlockingAnalysis:
         self.watched = frozenset(self._callers).union(
             *({caller for caller, _ in edges} for edges in self._callers.values())
         )
-        self._memo: dict[MemoKey, tuple[Summary, bool]] = {}
+        self._memo: dict[MemoKey, _Memo] = {}
         # One object per distinct set in memo keys and summaries (most are empty or repeat;
         # a frozenset costs 216 bytes; the rule left 278 k of them on sglang).
         self._sets: dict[frozenset[Any], frozenset[Any]] = {}
         self._stack: list[str] = []
+        self._on_stack: set[str] = set()
         # Summaries cut short, and what the summaries being computed have depended on so far.
         self._cuts: dict[MemoKey, list[_Cut]] = {}
         self._traces: list[_Trace] = []
         self.start_up = StartUp(program, self.context.stability, self.memo)
         self.sections = CriticalSections(program)
-        self.kept = (
-            KeptSummaries(
-                program,
-                self.classify,
-                self.context,
-                self.receivers,
-                self.passed,
-                store,
-                f"{salt} watched {sorted(self.watched)}",
-            )
-            if store
-            else None
-        )
+        self._store = store or KeyedStore(None)  # None: keeps nothing across runs
+        self._salt = salt
+        self.kept: KeptSummaries | None = None  # made on first use (`_kept`)
 
     # -- summaries -----------------------------------------------------------------------------
     def summary(
         self, name: str, known: Mapping[Cond, Any], env: Mapping[str, str]
     ) -> tuple[Summary, set[str], bool]:
         """`name`'s summary under `known` and `env` (facts on entry), the functions still on
-        the stack that it was cut short at, and whether it touched a function on a cycle of
-        calls (then it is never kept across runs: `analysis.blocking_keep`)."""
+        the stack that it was cut short at, and whether it was cut at a function the call
+        graph does not put on a cycle (then its answer may depend on what ran before, and it
+        is never kept across runs: `analysis.blocking_keep`).
+
+        A summary not cut short is the one walking `name` with nothing else on the stack
+        gives, and it stands for that wherever none of the functions on a cycle that its walk
+        entered (`_Memo.asked`) is on the stack; elsewhere it is walked again. So every answer,
+        and the findings, are the same whatever order the rounds and calls are walked in, and
+        a summary that enters a cycle is kept like any other."""
         key = (name, self._shared(known.items()), self._shared(env.items()))
         memo = self._memo.get(key)
-        if memo is not None:
-            return memo[0], set(), memo[1]
-        kept = self.kept
-        cyclic = kept is None or kept.cyclic(name)
-        if not cyclic:
-            assert kept is not None
-            found = kept.load(name, known, env)
-            if found is not None:
-                self._memo[key] = (found, False)
-                return found, set(), False
+        if memo is not None and memo.asked.isdisjoint(self._on_stack):
+            self._ask(memo.asked)
+            return memo.summary, set(), memo.tainted
+        kept = self._kept()
+        found = kept.load(name, known, env)
+        if found is not None and found[1].isdisjoint(self._on_stack):
+            asked = self._shared(found[1])
+            self._memo[key] = _Memo(found[0], False, asked)
+            self._ask(asked)
+            return found[0], set(), False
         again = self._cut_again(key)
         if again is not None:
             return again.summary, set(again.cut), again.tainted
@@ -182,12 +180,13 @@ class BlockingAnalysis:
         trace = _Trace()
         self._traces.append(trace)
         self._stack.append(name)
+        self._on_stack.add(name)
         try:
             walk = Walk(self, record)
             out = walk.block(record.info.body, State(True, {}, env, known), (), None)
             end = join([out, *walk.returns, *walk.suspended])
         finally:
-            self._stack.pop()
+            self._on_stack.discard(self._stack.pop())
             self._traces.pop()
         passes = end is not None and end.clean
         pending = dict(end.pending) if end else {}
@@ -208,19 +207,36 @@ class BlockingAnalysis:
                 sure,
             )
         cut = walk.cut - {name}
-        tainted = cyclic or walk.tainted
+        tainted = walk.tainted
+        asked = self._shared(trace.asked)
         if not cut:
-            self._memo[key] = (result, tainted)
+            self._memo[key] = _Memo(result, tainted, asked)
+            self._ask(asked)
             if not tainted:
-                assert kept is not None
-                kept.save(name, known, env, result)
+                kept.save(name, known, env, result, asked)
         else:
-            made = _Cut(
-                result, frozenset(cut), tainted, frozenset(trace.asked), frozenset(trace.unkept)
-            )
+            made = _Cut(result, frozenset(cut), tainted, asked, frozenset(trace.unkept))
             self._cuts.setdefault(key, []).append(made)
             self._depend(key, made)
         return result, cut, tainted
+
+    def _kept(self) -> KeptSummaries:
+        if self.kept is None:
+            self.kept = KeptSummaries(
+                self.program,
+                self.classify,
+                self.context,
+                self.receivers,
+                self.passed,
+                self._store,
+                f"{self._salt} watched {sorted(self.watched)}",
+            )
+        return self.kept
+
+    def _ask(self, asked: frozenset[str]) -> None:
+        """The summary being computed depends on none of `asked` being on the stack."""
+        if self._traces and asked:
+            self._traces[-1].asked |= asked
 
     def _cut_again(self, key: MemoKey) -> _Cut | None:
         """A summary cut short earlier that walking `key` again now would give: the functions
@@ -229,7 +245,7 @@ class BlockingAnalysis:
         since (then it would find that one, not walk it again). Memoised ones it found are
         found again, and kept ones were memoised when kept."""
         for made in self._cuts.get(key, ()):
-            on_stack = {name for name in self._stack if name in made.asked}
+            on_stack = made.asked & self._on_stack
             if on_stack == made.cut and not any(k in self._memo for k in made.unkept):
                 store.COUNTS["blocking summaries cut alike reused"] += 1
                 self._depend(key, made)
@@ -260,7 +276,7 @@ class BlockingAnalysis:
         self._cuts.clear()
         self._sets.clear()
         self._memo_cadence.clear()
-        self.kept = None
+        self.kept = None  # made again should a walk come again
         self.clobbers = Clobbers(self.program, self.context.stability)
 
     def entry_facts(
@@ -332,10 +348,18 @@ class BlockingAnalysis:
         return self._memo_cadence[key]
 
     def on_stack(self, name: str) -> bool:
-        """Whether a call of `name` is cut here; the summary being computed depends on it."""
-        if self._traces:
+        """Whether a call of `name` is cut here; the summary being computed depends on it
+        when `name` is on a cycle of calls (a function on none is never on the stack where
+        it is called, but by a call the graph does not know: that one is `cut_unforeseen`)."""
+        found = name in self._on_stack
+        if self._traces and (found or self._kept().cyclic(name)):
             self._traces[-1].asked.add(name)
-        return name in self._stack
+        return found
+
+    def cut_unforeseen(self, name: str) -> bool:
+        """A cut at `name` that the call graph's cycles do not foresee: what ran before
+        decides the answer."""
+        return not self._kept().cyclic(name)
 
     # -- rounds --------------------------------------------------------------------------------
     def regions(self, rnd: Round, include_tail: bool = False) -> Regions:
@@ -344,6 +368,7 @@ class BlockingAnalysis:
         loop = rnd.loop
         header = list(loop.calls) if not loop.targets else []
         self._stack.append(record.qualname)
+        self._on_stack.add(record.qualname)
         known = self.context.round_facts(record)
         # What the locals made before the loop hold at its head, on every pass.
         entry = loop_entry(self.program, record.qualname, loop, self.classify.placement.attribute)
@@ -364,7 +389,7 @@ class BlockingAnalysis:
                     if key not in pairs and pair.blocking.key in tail:
                         pairs[key] = replace(pair, tail=True)
         finally:
-            self._stack.pop()
+            self._on_stack.discard(self._stack.pop())
         if self.inductive(record.qualname, writers):
             pairs = {k: p for k, p in pairs.items() if not p.blocking.doubt}
             tail = {k: c for k, c in tail.items() if not c.doubt}
@@ -417,6 +442,15 @@ class _Trace:
 
     asked: set[str] = field(default_factory=set)
     unkept: set[MemoKey] = field(default_factory=set)
+
+
+@dataclass(frozen=True, slots=True)
+class _Memo:
+    """A summary not cut short, and the functions on cycles its walk entered (`summary`)."""
+
+    summary: Summary
+    tainted: bool
+    asked: frozenset[str]
 
 
 @dataclass(frozen=True, slots=True)

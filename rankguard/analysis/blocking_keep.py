@@ -20,9 +20,12 @@ calls a summary holds). Each such line is made relative to the function holding 
 and in stored summaries, and re-attached on the way out (`_Places`): a summary entered below a
 doubted branch is kept when the branch moves, and a kept note names where the branch is now.
 
-Only summaries that touched no function on a cycle of calls are kept: inside a cycle the walk
-cuts recursion where the cycle was entered, so such an answer depends on the run's order
-(`function_keys`). Those are recomputed every run.
+A summary that enters a cycle of calls is kept too, with the functions on cycles its walk
+entered: inside a cycle the walk cuts recursion where the cycle was entered, and a summary not
+cut short stands for the function only where none of those is on the stack
+(`BlockingAnalysis.summary`), so it is the same answer whatever ran before. Only a summary
+cut at a function the call graph does not put on a cycle (a call the graph does not know) is
+recomputed every run.
 """
 
 from __future__ import annotations
@@ -130,22 +133,35 @@ class KeptSummaries:
         context = self.places.relative_digest(repr((facts, sorted(env.items()))))
         return digest(self.keys.key(name), context)
 
-    def load(self, name: str, known: Mapping[Cond, Any], env: Mapping[str, str]) -> Summary | None:
+    def load(
+        self, name: str, known: Mapping[Cond, Any], env: Mapping[str, str]
+    ) -> tuple[Summary, frozenset[str]] | None:
+        """A kept summary, and the functions on cycles its walk entered (it stands for
+        `name` only where none of them is on the stack: `BlockingAnalysis.summary`)."""
+        if not self.store.keeps:
+            return None
         kept = self.store.get(self._key(name, known, env))
-        if not isinstance(kept, Summary):
+        if not (isinstance(kept, tuple) and len(kept) == 2 and isinstance(kept[0], Summary)):
             return None
         try:
-            found = _Shift(self._start, 1, self.places.absolute).summary(kept)
+            found = _Shift(self._start, 1, self.places.absolute).summary(kept[0])
         except KeyError:  # a function it names is gone: the key should have said so
             return None
         COUNTS["blocking summaries reused"] += 1
-        return found
+        return found, frozenset(kept[1])
 
     def save(
-        self, name: str, known: Mapping[Cond, Any], env: Mapping[str, str], summary: Summary
+        self,
+        name: str,
+        known: Mapping[Cond, Any],
+        env: Mapping[str, str],
+        summary: Summary,
+        asked: frozenset[str],
     ) -> None:
+        if not self.store.keeps:
+            return
         shift = _Shift(self._start, -1, self.places.relative)
-        self.store.put(self._key(name, known, env), shift.summary(summary))
+        self.store.put(self._key(name, known, env), (shift.summary(summary), sorted(asked)))
 
     def _start(self, function: str) -> int:
         return self.program.functions[function].info.line

@@ -444,7 +444,7 @@ class Walk:
     ) -> State:
         if self.a.on_stack(name):
             self.cut.add(name)
-            self.tainted = self.tainted or name != self.fn
+            self.tainted = self.tainted or (name != self.fn and self.a.cut_unforeseen(name))
             return state
         record = self.a.program.functions[name]
         if self.a.platforms.foreign(record.module):

@@ -11,8 +11,8 @@ analysis reads. A summary is then a function of (key, entry context), and an edi
 keys of the edited function and of the functions that may call it, no other.
 
 Inside a cycle an analysis that cuts recursion answers according to where the cycle was
-entered, so `cyclic` tells which functions sit on one: a summary that touched one must not be
-kept across runs (`analysis.blocking` keeps only summaries that touched none).
+entered, so `cyclic` tells which functions sit on one: the blocking analysis records which of
+them a summary's walk entered, and reuses it only where none of those is on the stack.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """A nested function reads the enclosing function's locals as they are where it is called:
 `host = torch.zeros(n)` then `await asyncio.to_thread(work)` with `work` reading
-`host[i].item()` reads host memory (lmdeploy 0.18.0's guided spec-decode `_accept`, labels lmd-27..29, read the
-host copies its caller made). A name the nested function binds itself, or takes as a
-parameter, is its own.
+`host[i].item()` reads host memory (lmdeploy 0.18.0's guided spec-decode `_accept`, labels
+lmd-27..29, read the host copies its caller made). A name the nested function binds itself,
+or takes as a parameter, is its own.
 """
 
 from __future__ import annotations
