@@ -131,12 +131,13 @@ class BlockingAnalysis:
         self.watched = frozenset(self._callers).union(
             *({caller for caller, _ in edges} for edges in self._callers.values())
         )
-        self._memo: dict[MemoKey, _Memo] = {}
+        self._memo: dict[MemoKey, tuple[Summary, bool]] = {}
         # One object per distinct set in memo keys and summaries (most are empty or repeat;
         # a frozenset costs 216 bytes; the rule left 278 k of them on sglang).
         self._sets: dict[frozenset[Any], frozenset[Any]] = {}
         self._stack: list[str] = []
         self._on_stack: set[str] = set()
+        self._cycles: dict[str, _Cycle] = {}  # cycles entered from outside, still being walked
         # Summaries cut short, and what the summaries being computed have depended on so far.
         self._cuts: dict[MemoKey, list[_Cut]] = {}
         self._traces: list[_Trace] = []
@@ -155,27 +156,32 @@ class BlockingAnalysis:
         graph does not put on a cycle (then its answer may depend on what ran before, and it
         is never kept across runs: `analysis.blocking_keep`).
 
-        A summary not cut short is the one walking `name` with nothing else on the stack
-        gives, and it stands for that wherever none of the functions on a cycle that its walk
-        entered (`_Memo.asked`) is on the stack; elsewhere it is walked again. So every answer,
-        and the findings, are the same whatever order the rounds and calls are walked in, and
-        a summary that enters a cycle is kept like any other."""
+        A cycle of calls is walked afresh each time it is entered from outside: what the walk
+        memoises of the cycle's functions inside serves that entry only (`_Cycle`). So the
+        answer at the entry does not depend on what ran before, and it is memoised and kept
+        like any other (on sglang a settings getter on a cycle of default resolvers made
+        every summary that read a setting one that was never kept)."""
         key = (name, self._shared(known.items()), self._shared(env.items()))
-        memo = self._memo.get(key)
-        if memo is not None and memo.asked.isdisjoint(self._on_stack):
-            self._ask(memo.asked)
-            return memo.summary, set(), memo.tainted
+        cycle_id = self._kept().cycle(name)
+        inside = self._cycles.get(cycle_id) if cycle_id is not None else None
+        memo = inside.memo if inside is not None else self._memo
+        found = memo.get(key)
+        if found is not None:
+            return found[0], set(), found[1]
         kept = self._kept()
-        found = kept.load(name, known, env)
-        if found is not None and found[1].isdisjoint(self._on_stack):
-            asked = self._shared(found[1])
-            self._memo[key] = _Memo(found[0], False, asked)
-            self._ask(asked)
-            return found[0], set(), False
-        again = self._cut_again(key)
+        if inside is None:
+            loaded = kept.load(name, known, env)
+            if loaded is not None:
+                self._memo[key] = (loaded, False)
+                return loaded, set(), False
+        again = self._cut_again(key, inside)
         if again is not None:
             return again.summary, set(again.cut), again.tainted
         store.COUNTS[f"blocking summary computed: {name}"] += 1
+        entered = cycle_id is not None and inside is None
+        if entered:
+            assert cycle_id is not None
+            self._cycles[cycle_id] = _Cycle()
         record = self.program.functions[name]
         trace = _Trace()
         self._traces.append(trace)
@@ -188,6 +194,8 @@ class BlockingAnalysis:
         finally:
             self._on_stack.discard(self._stack.pop())
             self._traces.pop()
+            if entered:
+                del self._cycles[cycle_id]
         passes = end is not None and end.clean
         pending = dict(end.pending) if end else {}
         writers = self._shared(walk.writers)
@@ -208,15 +216,15 @@ class BlockingAnalysis:
             )
         cut = walk.cut - {name}
         tainted = walk.tainted
-        asked = self._shared(trace.asked)
         if not cut:
-            self._memo[key] = _Memo(result, tainted, asked)
-            self._ask(asked)
-            if not tainted:
-                kept.save(name, known, env, result, asked)
+            memo[key] = (result, tainted)
+            if not tainted and inside is None:
+                kept.save(name, known, env, result)
         else:
-            made = _Cut(result, frozenset(cut), tainted, asked, frozenset(trace.unkept))
-            self._cuts.setdefault(key, []).append(made)
+            made = _Cut(
+                result, frozenset(cut), tainted, frozenset(trace.asked), frozenset(trace.unkept)
+            )
+            (inside.cuts if inside is not None else self._cuts).setdefault(key, []).append(made)
             self._depend(key, made)
         return result, cut, tainted
 
@@ -233,20 +241,16 @@ class BlockingAnalysis:
             )
         return self.kept
 
-    def _ask(self, asked: frozenset[str]) -> None:
-        """The summary being computed depends on none of `asked` being on the stack."""
-        if self._traces and asked:
-            self._traces[-1].asked |= asked
-
-    def _cut_again(self, key: MemoKey) -> _Cut | None:
+    def _cut_again(self, key: MemoKey, inside: _Cycle | None) -> _Cut | None:
         """A summary cut short earlier that walking `key` again now would give: the functions
         its walk asked about are on the stack exactly where it was cut (the rest of the stack
         was never asked about), and none of the summaries it computed under a cut is memoised
         since (then it would find that one, not walk it again). Memoised ones it found are
         found again, and kept ones were memoised when kept."""
-        for made in self._cuts.get(key, ()):
+        cuts, memo = (inside.cuts, inside.memo) if inside is not None else (self._cuts, self._memo)
+        for made in cuts.get(key, ()):
             on_stack = made.asked & self._on_stack
-            if on_stack == made.cut and not any(k in self._memo for k in made.unkept):
+            if on_stack == made.cut and not any(k in memo for k in made.unkept):
                 store.COUNTS["blocking summaries cut alike reused"] += 1
                 self._depend(key, made)
                 return made
@@ -348,18 +352,15 @@ class BlockingAnalysis:
         return self._memo_cadence[key]
 
     def on_stack(self, name: str) -> bool:
-        """Whether a call of `name` is cut here; the summary being computed depends on it
-        when `name` is on a cycle of calls (a function on none is never on the stack where
-        it is called, but by a call the graph does not know: that one is `cut_unforeseen`)."""
-        found = name in self._on_stack
-        if self._traces and (found or self._kept().cyclic(name)):
+        """Whether a call of `name` is cut here; the summary being computed depends on it."""
+        if self._traces:
             self._traces[-1].asked.add(name)
-        return found
+        return name in self._on_stack
 
     def cut_unforeseen(self, name: str) -> bool:
-        """A cut at `name` that the call graph's cycles do not foresee: what ran before
-        decides the answer."""
-        return not self._kept().cyclic(name)
+        """A cut at `name` that the call graph's cycles do not foresee (a call the graph does
+        not know): what ran before decides the answer."""
+        return self._kept().cycle(name) is None
 
     # -- rounds --------------------------------------------------------------------------------
     def regions(self, rnd: Round, include_tail: bool = False) -> Regions:
@@ -444,13 +445,13 @@ class _Trace:
     unkept: set[MemoKey] = field(default_factory=set)
 
 
-@dataclass(frozen=True, slots=True)
-class _Memo:
-    """A summary not cut short, and the functions on cycles its walk entered (`summary`)."""
+@dataclass(slots=True)
+class _Cycle:
+    """What one entry into a cycle of calls memoises of the cycle's own functions: it serves
+    that entry only, so the entry's answer is the same whatever ran before (`summary`)."""
 
-    summary: Summary
-    tainted: bool
-    asked: frozenset[str]
+    memo: dict[MemoKey, tuple[Summary, bool]] = field(default_factory=dict)
+    cuts: dict[MemoKey, list[_Cut]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

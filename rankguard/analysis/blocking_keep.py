@@ -20,10 +20,9 @@ calls a summary holds). Each such line is made relative to the function holding 
 and in stored summaries, and re-attached on the way out (`_Places`): a summary entered below a
 doubted branch is kept when the branch moves, and a kept note names where the branch is now.
 
-A summary that enters a cycle of calls is kept too, with the functions on cycles its walk
-entered: inside a cycle the walk cuts recursion where the cycle was entered, and a summary not
-cut short stands for the function only where none of those is on the stack
-(`BlockingAnalysis.summary`), so it is the same answer whatever ran before. Only a summary
+A summary that enters a cycle of calls is kept too: the walk cuts recursion where the cycle was
+entered, and walks the cycle afresh each time it is entered from outside it
+(`BlockingAnalysis.summary`), so that answer is the same whatever ran before. Only a summary
 cut at a function the call graph does not put on a cycle (a call the graph does not know) is
 recomputed every run.
 """
@@ -40,7 +39,7 @@ from rankguard.analysis.blocking_calls import CallClassifier
 from rankguard.analysis.blocking_types import BlockingCall, Pair, Summary, copied
 from rankguard.analysis.collectives import CollectiveSite
 from rankguard.analysis.context import RoundContext
-from rankguard.analysis.function_keys import FunctionKeys, digest, lineless
+from rankguard.analysis.function_keys import FunctionKeys
 from rankguard.analysis.passed import PassedCallables
 from rankguard.analysis.reach import followed
 from rankguard.analysis.receivers import Receivers
@@ -48,6 +47,7 @@ from rankguard.core.chains import Hop
 from rankguard.model.facts import Cond
 from rankguard.model.program import Program
 from rankguard.summary.ir import walk_calls, walk_statements
+from rankguard.summary.lineless import digest, lineless
 
 
 class KeptSummaries:
@@ -125,43 +125,34 @@ class KeptSummaries:
         )
         return text, sorted(callees)
 
-    def cyclic(self, name: str) -> bool:
-        return self.keys.cyclic(name)
+    def cycle(self, name: str) -> str | None:
+        return self.keys.cycle(name)
 
     def _key(self, name: str, known: Mapping[Cond, Any], env: Mapping[str, str]) -> str:
         facts = sorted((repr(c), _canonical(v)) for c, v in known.items())
         context = self.places.relative_digest(repr((facts, sorted(env.items()))))
         return digest(self.keys.key(name), context)
 
-    def load(
-        self, name: str, known: Mapping[Cond, Any], env: Mapping[str, str]
-    ) -> tuple[Summary, frozenset[str]] | None:
-        """A kept summary, and the functions on cycles its walk entered (it stands for
-        `name` only where none of them is on the stack: `BlockingAnalysis.summary`)."""
+    def load(self, name: str, known: Mapping[Cond, Any], env: Mapping[str, str]) -> Summary | None:
         if not self.store.keeps:
             return None
         kept = self.store.get(self._key(name, known, env))
-        if not (isinstance(kept, tuple) and len(kept) == 2 and isinstance(kept[0], Summary)):
+        if not isinstance(kept, Summary):
             return None
         try:
-            found = _Shift(self._start, 1, self.places.absolute).summary(kept[0])
+            found = _Shift(self._start, 1, self.places.absolute).summary(kept)
         except KeyError:  # a function it names is gone: the key should have said so
             return None
         COUNTS["blocking summaries reused"] += 1
-        return found, frozenset(kept[1])
+        return found
 
     def save(
-        self,
-        name: str,
-        known: Mapping[Cond, Any],
-        env: Mapping[str, str],
-        summary: Summary,
-        asked: frozenset[str],
+        self, name: str, known: Mapping[Cond, Any], env: Mapping[str, str], summary: Summary
     ) -> None:
         if not self.store.keeps:
             return
         shift = _Shift(self._start, -1, self.places.relative)
-        self.store.put(self._key(name, known, env), (shift.summary(summary), sorted(asked)))
+        self.store.put(self._key(name, known, env), shift.summary(summary))
 
     def _start(self, function: str) -> int:
         return self.program.functions[function].info.line

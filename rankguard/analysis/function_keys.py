@@ -11,60 +11,21 @@ analysis reads. A summary is then a function of (key, entry context), and an edi
 keys of the edited function and of the functions that may call it, no other.
 
 Inside a cycle an analysis that cuts recursion answers according to where the cycle was
-entered, so `cyclic` tells which functions sit on one: the blocking analysis records which of
-them a summary's walk entered, and reuses it only where none of those is on the stack.
+entered, so `cycle` tells which functions sit on one, and which: the blocking analysis walks a
+cycle afresh each time it is entered from outside, so that answer does not depend on what ran
+before.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import networkx as nx
 
-from rankguard.summary.ir import FunctionInfo
+from rankguard.summary.lineless import digest
 
 # (digest material, functions it may call) for one function.
 Local = Callable[[str], tuple[str, Sequence[str]]]
-_ATOMS = (str, int, float, bool, type(None), bytes)
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def digest(*parts: str) -> str:
-    hashed = hashlib.blake2b(digest_size=20)
-    for part in parts:
-        hashed.update(part.encode("utf-8", "surrogatepass"))
-        hashed.update(b"\0")
-    return hashed.hexdigest()
-
-
-def lineless(value: Any, base: int) -> Any:
-    """`value` (an IR record, or tuples of them) as plain tuples, with every line number made
-    relative to `base`; columns and everything else kept."""
-    kind = type(value)
-    if kind in _ATOMS:
-        return value
-    if kind is tuple or kind is list:
-        return tuple(lineless(v, base) for v in value)
-    if kind is dict:
-        return tuple((lineless(k, base), lineless(v, base)) for k, v in value.items())
-    names = _FIELDS.get(kind)
-    if names is None:
-        if not dataclasses.is_dataclass(value):
-            return repr(value)
-        names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(value))
-    out: list[Any] = [kind.__name__]
-    for name in names:
-        item = getattr(value, name)
-        if name in ("line", "end_line"):
-            out.append(item - base)
-        elif name == "value_refs" and kind is FunctionInfo:
-            out.append(tuple((segs, line - base) for segs, line in item))
-        else:
-            out.append(lineless(item, base))
-    return tuple(out)
 
 
 class FunctionKeys:
@@ -75,19 +36,20 @@ class FunctionKeys:
         self.salt = salt
         self._local = local
         self._keys: dict[str, str] = {}
-        self._cyclic: set[str] = set()
+        self._cycles: dict[str, str] = {}  # function on a cycle -> its cycle's id
 
     def key(self, name: str) -> str:
         if name not in self._keys:
             self._extend(name)
         return self._keys[name]
 
-    def cyclic(self, name: str) -> bool:
-        """`name` lies on a cycle of calls (through another function: a function that calls
-        only itself is cut the same way wherever it is entered)."""
+    def cycle(self, name: str) -> str | None:
+        """The cycle of calls `name` lies on, as an id its members share (through another
+        function: a function that calls only itself is cut the same way wherever it is
+        entered); None when it lies on none."""
         if name not in self._keys:
             self._extend(name)
-        return name in self._cyclic
+        return self._cycles.get(name)
 
     def _extend(self, root: str) -> None:
         graph = nx.DiGraph()
@@ -115,4 +77,4 @@ class FunctionKeys:
             for member in members:
                 self._keys[member] = digest(shared, member)
             if len(members) > 1:
-                self._cyclic.update(members)
+                self._cycles.update(dict.fromkeys(members, shared))

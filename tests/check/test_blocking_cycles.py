@@ -76,10 +76,11 @@ def test_a_summary_cut_at_a_function_is_not_reused_where_that_function_is_off_th
     assert paired == {sleep: {all_reduce}, collect: {barrier}}
 
 
-# `b` is first summarised inside the quiet `a`, cut at `a`, after walking `c` cut at `a` too.
-# The round's call of `c` then memoises `c` whole (it walks `a`, which walks the sleep). When
-# the third way into `a` asks for `b` again under the same stack, walking it would find that
-# memoised `c`: the summary cut earlier must not answer.
+# The round enters the cycle a -> b -> c -> a three ways: quietly at `a`, at `c` (which walks
+# `a` not quiet: the sleep), and quietly at `a` again under another fact (`tag`). Each entry
+# walks the cycle afresh: the third does not take `c` as the second left it memoised (that
+# answer depended on which entry ran first), so it is the first's, cut at `a`, and `ORDERS`
+# gives the same pairs whichever way round the entries come.
 MEMOISED_SINCE = """
 def a(n, quiet=False, tag=None):
     if not quiet:
@@ -102,25 +103,48 @@ def event_loop(n):
         a(n, True, 1)
         dist.broadcast(None, 0)
 """
+ORDERS = [
+    MEMOISED_SINCE,
+    MEMOISED_SINCE.replace(
+        "        c(n)\n        dist.all_reduce(None)\n        a(n, True, 1)\n",
+        "        a(n, True, 1)\n        dist.all_reduce(None)\n        c(n)\n",
+    ),
+]
 
 
-def test_a_cut_summary_is_walked_again_once_a_summary_it_walked_is_memoised(tmp_path: Path):
-    code = HEAD + textwrap.dedent(MEMOISED_SINCE)
+def _pairs(tmp_path: Path, source: str) -> set[tuple[int, str]]:
+    code = HEAD + textwrap.dedent(source)
     (tmp_path / "mod.py").write_text(code)
     config = config_of({"rounds": ["*.event_loop"]})
     session = AnalysisSession(load_program(read_directory(tmp_path, config.exclude)), config)
     (rnd,) = session.rounds
-    pairs = {(p.blocking.line, p.site.callee) for p in session.blocking.regions(rnd).pairs}
     lines = code.splitlines()
-    sleep = lines.index("        time.sleep(1)") + 1
-    collect = lines.index("    gc.collect()") + 1
-    barrier, all_reduce, broadcast = (
-        f"torch.distributed.{c}" for c in ("barrier", "all_reduce", "broadcast")
-    )
-    assert pairs == {
-        (sleep, all_reduce),
-        (sleep, broadcast),  # through the memoised `c`: lost when the cut `b` answered
-        (collect, barrier),
-        (collect, all_reduce),
-        (collect, broadcast),
+    named = {
+        lines.index("        time.sleep(1)") + 1: "sleep",
+        lines.index("    gc.collect()") + 1: "collect",
     }
+    return {
+        (named[p.blocking.line], p.site.callee.rsplit(".", 1)[1])
+        for p in session.blocking.regions(rnd).pairs
+    }
+
+
+def test_each_entry_into_a_cycle_walks_it_afresh(tmp_path: Path):
+    """The sleep waits for the all-reduce through `c`'s own entry; the quiet entries cut the
+    recursion at `a`, so they pair only the collect (the walk does not follow `a` into itself
+    under other facts: a known limit, now the same whatever ran before)."""
+    assert _pairs(tmp_path, MEMOISED_SINCE) == {
+        ("sleep", "all_reduce"),
+        ("collect", "barrier"),
+        ("collect", "all_reduce"),
+        ("collect", "broadcast"),
+    }
+
+
+def test_the_pairs_do_not_depend_on_the_order_of_the_entries(tmp_path: Path):
+    """The quiet entry tagged `1` pairs what it runs with the collective after it, whether
+    `c`'s entry ran before it (first order: the broadcast) or not (second: the all-reduce).
+    It paired the sleep too when `c`'s memoised summary answered inside it."""
+    first, second = (_pairs(tmp_path, source) for source in ORDERS)
+    assert {p for p in first if p[1] == "broadcast"} == {("collect", "broadcast")}
+    assert {p for p in second if p[1] == "all_reduce"} == {("collect", "all_reduce")}

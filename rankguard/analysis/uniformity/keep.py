@@ -33,7 +33,6 @@ from typing import Any
 
 from rankguard.adapters.keyed import KeyedStore
 from rankguard.adapters.store import COUNTS
-from rankguard.analysis.function_keys import digest, lineless
 from rankguard.analysis.uniformity.collectives import CollectiveCalls
 from rankguard.analysis.uniformity.facts import ProgramFacts
 from rankguard.analysis.uniformity.groups import GroupNames, Groups
@@ -41,6 +40,7 @@ from rankguard.analysis.uniformity.lattice import FunctionFlow, Labels, Source, 
 from rankguard.analysis.uniformity.transfer import Walker
 from rankguard.model.records import FunctionRecord
 from rankguard.summary.ir import CallSite, Segs, walk_calls, walk_statements
+from rankguard.summary.lineless import digest, lineless
 
 Question = tuple[Any, ...]
 Trace = list[tuple[Question, Any]]
