@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from rankguard.adapters.sources import SourceTree
+from rankguard.adapters.store import COUNTS
 from rankguard.core.errors import ErrorRecord
 from rankguard.model.arguments import through_parameters
 from rankguard.model.invokers import invoker, waits_on_futures
@@ -35,13 +36,16 @@ def build_program(
     tree: SourceTree,
     summaries: dict[str, FileSummary],
     errors: list[ErrorRecord],
-    resolution: Resolution | None = None,
     reuse: dict[str, ModulePart] | None = None,
+    unchanged: dict[str, ModulePart] | None = None,
+    resolution: Resolution | None = None,
 ) -> tuple[Program, Resolution]:
     """The program, resolved afresh or (when `resolution` is given) from a cached resolution
     of exactly these summaries. `reuse` holds module parts known to be valid (the module's
     content and every other module's interface are those they were computed under): their
-    functions are not resolved again; the whole-program passes always run."""
+    functions are not resolved again; nor are those of `unchanged`, the functions of an edited
+    module whose line-free records did not change (`model.load`; their callbacks are found
+    again, as they name lines). The whole-program passes always run."""
     modules: dict[str, ModuleRecord] = {}
     duplicate: list[ErrorRecord] = []
     for src in sorted(tree.files, key=lambda f: (f.path.endswith(".pyi"), f.path)):
@@ -90,7 +94,7 @@ def build_program(
     resolver = Resolver(program)
     program._resolver = resolver
     _link_classes(program, resolver)
-    parts = _resolve_calls(program, resolver, reuse or {})
+    parts = _resolve_calls(program, resolver, reuse or {}, unchanged or {})
     return program, _record(program, parts)
 
 
@@ -153,7 +157,10 @@ def _link_classes(program: Program, resolver: Resolver) -> None:
 
 
 def _resolve_calls(
-    program: Program, resolver: Resolver, reuse: dict[str, ModulePart]
+    program: Program,
+    resolver: Resolver,
+    reuse: dict[str, ModulePart],
+    unchanged: dict[str, ModulePart],
 ) -> dict[str, ModulePart]:
     """Resolve every function (or take its module's reusable part); returns each module's
     part as it stands before the whole-program pass through parameters."""
@@ -162,18 +169,19 @@ def _resolve_calls(
         record = program.functions[qual]
         part = parts.setdefault(record.module, {"calls": {}, "callbacks": {}})
         kept = reuse.get(record.module)
+        same = unchanged.get(record.module, {}).get("calls", {}).get(qual)
         if kept is not None:
-            found = kept["calls"][qual]
-            resolved = [
-                Resolved(call, tuple(Target(*t) for t in targets))
-                for call, targets in zip(walk_calls(record.info.body), found, strict=True)
-            ]
+            resolved = _as_resolved(record, kept["calls"][qual])
             callbacks = kept["callbacks"].get(qual, [])
         else:
-            resolved = [
-                Resolved(call, tuple(resolver.call_targets(record, call)))
-                for call in walk_calls(record.info.body)
-            ]
+            if same is not None:
+                resolved = _as_resolved(record, same)
+            else:
+                COUNTS[f"function resolved: {qual}"] += 1
+                resolved = [
+                    Resolved(call, tuple(resolver.call_targets(record, call)))
+                    for call in walk_calls(record.info.body)
+                ]
             refs: dict[tuple[str, int], None] = {}
             for segs, line in record.info.value_refs:
                 for name in resolver.value_ref_targets(record, segs):
@@ -195,6 +203,14 @@ def _resolve_calls(
         if not r.targets
     ]
     return parts
+
+
+def _as_resolved(record: FunctionRecord, found: list) -> list[Resolved]:
+    """Targets kept per call, in `walk_calls` order, back on this record's calls."""
+    return [
+        Resolved(call, tuple(Target(*t) for t in targets))
+        for call, targets in zip(walk_calls(record.info.body), found, strict=True)
+    ]
 
 
 def _through_invokers(program: Program, resolver: Resolver) -> None:

@@ -4,8 +4,8 @@ The build phase is cached apart from the checks (import-linter's shape): per-fil
 content; the whole program's resolution by the exact set of (path, module, blob) it was
 computed from; and each module's own resolution by its content and the *interfaces* of all
 modules (`summary.interface`). An unchanged tree pays only for reading files and loading
-summaries; a body edit that changes no interface re-resolves the edited module alone (plus the
-cheap whole-program passes); an interface change re-resolves everything.
+summaries; a body edit that changes no interface re-resolves the edited functions alone (plus
+the cheap whole-program passes); an interface change re-resolves everything.
 """
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ from rankguard.model.build import ModulePart, build_program
 from rankguard.model.program import Program
 from rankguard.summary.interface import interface_of
 from rankguard.summary.ir import FileSummary
+from rankguard.summary.lineless import function_digests
 from rankguard.summary.parse import SummaryCache, default_cache_dir, parse_all
+from rankguard.summary.share import Table
 
 # Resolutions one process shares between programs (a report's base and head), by interface key
 # (`interface_key`): the module parts that key's resolution made, as kept on disk.
@@ -85,6 +87,44 @@ def _reusable(tree: SourceTree, packed: dict | None) -> dict[str, ModulePart]:
     return {m: parts[m] for m, b in now.items() if m in parts and blobs.get(m) == b}
 
 
+def _unchanged_functions(
+    tree: SourceTree,
+    summaries: dict[str, FileSummary],
+    packed: dict | None,
+    cache: SummaryCache,
+) -> dict[str, ModulePart]:
+    """For each edited module of a resolution made under the same interfaces, the part of
+    its functions whose line-free record (and those of the functions enclosing them) did not
+    change, when the module still defines the same functions (`summary.lineless`). Their
+    calls resolve as they did: what resolving a function reads beyond its own record is
+    the interfaces (the key) and the module's names; a body edit in one method of a large
+    module re-resolves that method, not the module (sglang's scheduler.py: 214 functions).
+    The old summary comes from the summary cache by the blob the resolution was made from."""
+    if not packed:
+        return {}
+    blobs, parts = packed["blobs"], packed["modules"]
+    found: dict[str, ModulePart] = {}
+    for src in tree.files:
+        old = blobs.get(src.module)
+        part = parts.get(src.module)
+        new = summaries.get(src.path)
+        if part is None or new is None or old is None or len(old) != 1 or old[0] == src.blob:
+            continue
+        before = cache.get(old[0], Table())
+        if before is None or before.summary is None:
+            continue
+        was, now = function_digests(before.summary), function_digests(new)
+        if was.keys() != now.keys():
+            continue
+        same = {_qualified(src.module, q) for q, d in now.items() if was[q] == d}
+        found[src.module] = {"calls": {q: t for q, t in part["calls"].items() if q in same}}
+    return found
+
+
+def _qualified(module: str, qualname: str) -> str:
+    return f"{module}.{qualname}" if qualname else module
+
+
 def _module_blobs(tree: SourceTree) -> dict[str, tuple[str, ...]]:
     """Every file's blob by module name (a stub and its module share one)."""
     found: dict[str, list[str]] = {}
@@ -120,15 +160,17 @@ def program_from_summaries(
         errors = [*tree.errors, *errors]
         if cached is not None:
             try:
-                return build_program(tree, summaries, errors, cached)[0]
+                return build_program(tree, summaries, errors, resolution=cached)[0]
             except (KeyError, ValueError):  # a resolution that does not fit: rebuild it
                 pass
         faces = interface_key(tree, summaries, cache)
         by_interface = _resolution_path(cache, faces, "modules")
         known = shared.get(faces) if shared is not None else None
-        reuse = _reusable(tree, known if known is not None else store.load(by_interface, dict))
+        packed = known if known is not None else store.load(by_interface, dict)
+        reuse = _reusable(tree, packed)
+        unchanged = _unchanged_functions(tree, summaries, packed, cache)
         try:
-            program, resolution = build_program(tree, summaries, errors, reuse=reuse)
+            program, resolution = build_program(tree, summaries, errors, reuse, unchanged)
         except (KeyError, ValueError):  # a part that does not fit: resolve everything
             reuse = {}
             program, resolution = build_program(tree, summaries, errors)

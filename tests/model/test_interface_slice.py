@@ -73,27 +73,42 @@ def tree(tmp_path: Path, capsys):
         """Modules resolved by a warm run; it must answer as `--no-cache` does."""
         warm = run("--cache-dir", cache)
         count = store.COUNTS["modules resolved"]
+        prefix = "function resolved: "
+        functions.clear()
+        functions.update(k[len(prefix) :] for k in store.COUNTS if k.startswith(prefix))
         assert warm == run("--no-cache")
         return count
 
+    functions: set[str] = set()  # those the last warm run resolved again
     resolved()
-    return root, resolved
+    return root, resolved, functions
 
 
 def test_a_local_nothing_exported_reads_re_resolves_one_module(tree):
     """The edited method assigns `self.ready`, but the new local is read by nothing another
     module can ask about: only `work` is resolved again (main resolved all four modules: the
     method's every binding was part of the interface)."""
-    root, resolved = tree
+    root, resolved, _ = tree
     _edit(root, STEP, STEP + "        counter = 1\n")
     assert resolved() == 1
     _edit(root, "counter = 1", "counter = 2")
     assert resolved() == 1
 
 
+def test_a_body_edit_re_resolves_the_edited_function_not_its_module(tree):
+    """Within the edited module, a function whose line-free record did not change keeps its
+    resolved calls (`model.load._unchanged_functions`); the edited method is resolved again,
+    and the module's body, whose class statement ends lower now. Lines below the edit move:
+    `Helper.go` and `Other.go` above it, `Worker` itself, keep theirs."""
+    root, resolved, functions = tree
+    _edit(root, STEP, STEP + "        counter = 1\n")
+    assert resolved() == 1
+    assert functions == {"pkg.work.Worker.step", "pkg.work"}
+
+
 def test_a_local_an_attribute_is_read_through_changes_the_interface(tree):
     """`self.ready = made`: what `made` holds is what `use` reaches through `w.ready.go()`."""
-    root, resolved = tree
+    root, resolved, _ = tree
     _edit(root, "made = Helper()", "made = Other()")
     assert resolved() == 4
 
