@@ -44,8 +44,8 @@ def build_program(
     of exactly these summaries. `reuse` holds module parts known to be valid (the module's
     content and every other module's interface are those they were computed under): their
     functions are not resolved again; nor are those of `unchanged`, the functions of an edited
-    module whose line-free records did not change (`model.load`; their callbacks are found
-    again, as they name lines). The whole-program passes always run."""
+    module whose line-free records did not change (`model.load`). The whole-program passes
+    always run."""
     modules: dict[str, ModuleRecord] = {}
     duplicate: list[ErrorRecord] = []
     for src in sorted(tree.files, key=lambda f: (f.path.endswith(".pyi"), f.path)):
@@ -169,19 +169,19 @@ def _resolve_calls(
         record = program.functions[qual]
         part = parts.setdefault(record.module, {"calls": {}, "callbacks": {}})
         kept = reuse.get(record.module)
-        same = unchanged.get(record.module, {}).get("calls", {}).get(qual)
+        same = unchanged.get(record.module, {})
         if kept is not None:
             resolved = _as_resolved(record, kept["calls"][qual])
             callbacks = kept["callbacks"].get(qual, [])
+        elif qual in same.get("calls", {}):
+            resolved = _as_resolved(record, same["calls"][qual])
+            callbacks = same["callbacks"][qual]
         else:
-            if same is not None:
-                resolved = _as_resolved(record, same)
-            else:
-                COUNTS[f"function resolved: {qual}"] += 1
-                resolved = [
-                    Resolved(call, tuple(resolver.call_targets(record, call)))
-                    for call in walk_calls(record.info.body)
-                ]
+            COUNTS[f"function resolved: {qual}"] += 1
+            resolved = [
+                Resolved(call, tuple(resolver.call_targets(record, call)))
+                for call in walk_calls(record.info.body)
+            ]
             refs: dict[tuple[str, int], None] = {}
             for segs, line in record.info.value_refs:
                 for name in resolver.value_ref_targets(record, segs):

@@ -96,7 +96,8 @@ def _unchanged_functions(
     """For each edited module of a resolution made under the same interfaces, the part of
     its functions whose line-free record (and those of the functions enclosing them) did not
     change, when the module still defines the same functions (`summary.lineless`). Their
-    calls resolve as they did: what resolving a function reads beyond its own record is
+    calls resolve as they did, and their callbacks too (lines moved by as much as the
+    function moved): what resolving a function reads beyond its own record is
     the interfaces (the key) and the module's names; a body edit in one method of a large
     module re-resolves that method, not the module (sglang's scheduler.py: 214 functions).
     The old summary comes from the summary cache by the blob the resolution was made from."""
@@ -116,9 +117,25 @@ def _unchanged_functions(
         was, now = function_digests(before.summary), function_digests(new)
         if was.keys() != now.keys():
             continue
-        same = {_qualified(src.module, q) for q, d in now.items() if was[q] == d}
-        found[src.module] = {"calls": {q: t for q, t in part["calls"].items() if q in same}}
+        moved = _moves(before.summary, new)
+        calls: dict[str, list] = {}
+        callbacks: dict[str, list] = {}
+        for qual, digest in now.items():
+            if was[qual] != digest:
+                continue
+            name = _qualified(src.module, qual)
+            calls[name] = part["calls"][name]
+            by = moved[qual]  # a callback names the line of its reference: moved with it
+            kept = part["callbacks"].get(name, ())
+            callbacks[name] = [(target, line + by) for target, line in kept]
+        found[src.module] = {"calls": calls, "callbacks": callbacks}
     return found
+
+
+def _moves(before: FileSummary, now: FileSummary) -> dict[str, int]:
+    """How far each function's first line moved."""
+    was = {info.qualname: info.line for info in before.functions}
+    return {info.qualname: info.line - was.get(info.qualname, info.line) for info in now.functions}
 
 
 def _qualified(module: str, qualname: str) -> str:
@@ -158,12 +175,14 @@ def program_from_summaries(
         where = _resolution_path(cache, program_key(tree, cache))
         cached = store.load(where, dict)
         errors = [*tree.errors, *errors]
+        faces = interface_key(tree, summaries, cache)
         if cached is not None:
             try:
-                return build_program(tree, summaries, errors, resolution=cached)[0]
+                program = build_program(tree, summaries, errors, resolution=cached)[0]
+                program.interfaces = faces
+                return program
             except (KeyError, ValueError):  # a resolution that does not fit: rebuild it
                 pass
-        faces = interface_key(tree, summaries, cache)
         by_interface = _resolution_path(cache, faces, "modules")
         known = shared.get(faces) if shared is not None else None
         packed = known if known is not None else store.load(by_interface, dict)
@@ -174,6 +193,7 @@ def program_from_summaries(
         except (KeyError, ValueError):  # a part that does not fit: resolve everything
             reuse = {}
             program, resolution = build_program(tree, summaries, errors)
+        program.interfaces = faces
         store.COUNTS["modules resolved"] += len(program.modules) - len(reuse)
         store.store(where, resolution)
         packed = {"blobs": _module_blobs(tree), "modules": resolution["modules"]}

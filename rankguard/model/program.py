@@ -18,6 +18,7 @@ from rankguard.core.errors import ErrorRecord
 from rankguard.model.records import ClassRecord, FunctionRecord, ModuleRecord, Resolved, Target
 from rankguard.model.resolve import Resolver
 from rankguard.summary.ir import CallSite, Segs
+from rankguard.summary.lineless import digest, function_digests
 
 
 @dataclass
@@ -31,11 +32,15 @@ class Program:
     callbacks: dict[str, list[tuple[str, int]]]  # function -> (callable it passes on, line)
     unresolved: list[tuple[str, str, str, int]]  # (caller, text, path, line)
     subclasses: dict[str, set[str]]
+    # The modules' interfaces (`model.load.interface_key`): with a function's line-free
+    # record, what its resolution is a function of (`resolution_identity`).
+    interfaces: str = ""
     _resolver: Resolver | None = field(default=None, repr=False)
     _graph: nx.MultiDiGraph | None = field(default=None, repr=False)
     _mro: dict[str, list[str]] = field(default_factory=dict, repr=False)
     _targets: dict[str, dict[int, tuple[Target, ...]]] = field(default_factory=dict, repr=False)
     _nested_bound: dict[str, frozenset[str]] | None = field(default=None, repr=False)
+    _module_names: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def graph(self) -> nx.MultiDiGraph:
@@ -97,6 +102,22 @@ class Program:
 
     def resolved_calls(self, function: str) -> list[Resolved]:
         return self.calls.get(function, [])
+
+    def resolution_identity(self, function: str) -> str | None:
+        """What resolving anything in `function` is a function of: the modules' interfaces,
+        the names its module defines, and its line-free record with those of the functions
+        enclosing it (`model.load` reuses resolved calls on the same grounds). None when the
+        program was not loaded with its interfaces."""
+        record = self.functions.get(function)
+        if not self.interfaces or record is None:
+            return None
+        module = self.modules[record.module]
+        digests = function_digests(module.summary)
+        names = self._module_names.get(record.module)
+        if names is None:
+            names = self._module_names[record.module] = digest(*sorted(digests))
+        own = digests.get(record.info.qualname)
+        return digest(self.interfaces, names, own) if own is not None else None
 
     def targets_of(self, function: str, call: CallSite) -> tuple[Target, ...]:
         """The resolved targets of one call site of `function` (indexed once per function)."""

@@ -36,6 +36,9 @@ FILES = {
                 made = Helper()
                 self.ready = made
                 return None
+
+            def later(self, items):
+                return sorted(items, key=Other.go)
     """,
     "pkg/use.py": """
         from pkg.work import Worker
@@ -98,8 +101,9 @@ def test_a_local_nothing_exported_reads_re_resolves_one_module(tree):
 def test_a_body_edit_re_resolves_the_edited_function_not_its_module(tree):
     """Within the edited module, a function whose line-free record did not change keeps its
     resolved calls (`model.load._unchanged_functions`); the edited method is resolved again,
-    and the module's body, whose class statement ends lower now. Lines below the edit move:
-    `Helper.go` and `Other.go` above it, `Worker` itself, keep theirs."""
+    and the module's body, whose class statement ends lower now. `later` below the edit
+    keeps its calls and its callback (`Other.go`, at a line one lower now: the graph says
+    where, as `--no-cache` does)."""
     root, resolved, functions = tree
     _edit(root, STEP, STEP + "        counter = 1\n")
     assert resolved() == 1
