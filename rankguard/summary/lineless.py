@@ -55,7 +55,15 @@ def lineless(value: Any, base: int) -> Any:
 def function_digests(summary: FileSummary) -> dict[str, str]:
     """Each function of a file by its line-free digest, which covers the functions that
     enclose it too (a nested function reads their locals): a function keeps its digest
-    while nothing but lines changed in it and around it."""
+    while nothing but lines changed in it and around it. Computed once per summary (at
+    parse time, so it is cached with it)."""
+    found = summary.facts.get("digests")
+    if not isinstance(found, dict):
+        found = summary.facts["digests"] = _function_digests(summary)
+    return found
+
+
+def _function_digests(summary: FileSummary) -> dict[str, str]:
     infos = {info.qualname: info for info in summary.functions}
     found: dict[str, str] = {}
     own: dict[str, str] = {}

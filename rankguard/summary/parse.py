@@ -28,6 +28,7 @@ from rankguard.core.errors import ErrorRecord
 from rankguard.summary.extract import summarize
 from rankguard.summary.interface import interface_of
 from rankguard.summary.ir import FileSummary
+from rankguard.summary.lineless import function_digests
 from rankguard.summary.share import Table, dumps, loads
 
 
@@ -103,7 +104,7 @@ def parse_bytes(data: bytes) -> Parsed:
         return Parsed(None, f"cannot parse: {exc}")
     try:
         summary = summarize(source, tree)
-        interface_of(summary)  # computed by the worker, kept with the summary
+        keep_digests(summary)
         return Parsed(summary)
     except RecursionError:
         return Parsed(None, "too deeply nested to summarise")
@@ -146,6 +147,14 @@ class SummaryCache:
         parsed: Parsed = loads(payload, table)
         self.memory[blob] = parsed
         return parsed
+
+
+def keep_digests(summary: FileSummary) -> None:
+    """The digests computed once per file, by the worker that parses it, and kept with the
+    summary: its interface (`summary.interface`) and its functions' line-free digests
+    (`summary.lineless`)."""
+    interface_of(summary)
+    function_digests(summary)
 
 
 def _parse_to_bytes(data: bytes) -> bytes:

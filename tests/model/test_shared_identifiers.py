@@ -18,9 +18,8 @@ import pytest
 
 from rankguard.adapters.sources import read_directory
 from rankguard.summary.extract import summarize
-from rankguard.summary.interface import interface_of
 from rankguard.summary.ir import CallSite, FileSummary, Stmt, walk_calls, walk_statements
-from rankguard.summary.parse import SummaryCache, parse_all
+from rankguard.summary.parse import SummaryCache, keep_digests, parse_all
 from tests.conftest import write_tree
 
 SOURCE = """
@@ -103,7 +102,7 @@ def test_shared_summaries_are_equal_to_fresh_ones(tmp_path: Path):
     source = (Path(__file__).resolve().parents[2] / "rankguard/summary/extract.py").read_text()
     loaded = _summaries(tmp_path, {"m.py": source}, warm=True)["m.py"]
     fresh = summarize(source, ast.parse(source))
-    interface_of(fresh)  # kept with the summary, as parsing does
+    keep_digests(fresh)  # kept with the summary, as parsing does
     assert loaded.functions == fresh.functions
     assert loaded.classes == fresh.classes
     assert loaded.imports == fresh.imports

@@ -56,6 +56,27 @@ def test_an_edit_walks_again_only_what_read_the_edited_function(capsys, tmp_path
     assert warm == _check(capsys, str(root), "--no-cache")
 
 
+def test_what_references_hold_is_not_asked_again_where_nothing_resolves_otherwise(
+    capsys, tmp_path: Path
+):
+    """A body edit that changes no interface leaves every other function resolving as it did
+    (`Program.resolution_identity`): the values of its references are taken from the store,
+    not asked of the resolver again. An edit that changes an interface (a new `self`
+    attribute) asks them all again; both answer as `--no-cache` does."""
+    root = shutil.copytree(EXAMPLE, tmp_path / "toysched")
+    cache = ("--cache-dir", str(tmp_path / "cache"))
+    _check(capsys, str(root), *RULE, *cache)
+    _replace(root, SCHED, "        batch = None\n", "        batch = None\n        batch = None\n")
+    warm = _check(capsys, str(root), *RULE, *cache)
+    assert store.COUNTS["uniformity walks reused"] > 50
+    assert store.COUNTS["uniformity asked again: evaluate"] == 0
+    assert warm == _check(capsys, str(root), *RULE, "--no-cache")
+    _replace(root, SCHED, "        batch = None\n", "        self.edited = 1\n", regex=False)
+    warm = _check(capsys, str(root), *RULE, *cache)
+    assert store.COUNTS["uniformity asked again: evaluate"] > 50
+    assert warm == _check(capsys, str(root), *RULE, "--no-cache")
+
+
 LOOP = """
 import torch.distributed as dist
 

@@ -72,8 +72,10 @@ class KeptWalks:
         name = record.qualname
         key = digest(self.salt, self._record(name), *self._targets(record))
         kept = self.store.get(key)
+        resolved = self.facts.program.resolution_identity(name)
         if isinstance(kept, _Entry):
-            answers = self._answers(record, kept.trace)
+            same = resolved is not None and kept.resolved == resolved
+            answers = self._answers(record, kept.trace, same)
             if answers is not None:
                 try:
                     flow = kept.flow_for(record, self._start)
@@ -82,12 +84,15 @@ class KeptWalks:
                 if flow is not None:
                     self.keys[name] = digest(key, repr(answers))
                     COUNTS["uniformity walks reused"] += 1
+                    if not same and resolved is not None:
+                        kept.resolved = resolved  # its answers hold under this resolution too
+                        self.store.put(key, kept)
                     return flow
         COUNTS[f"uniformity walk: {name}"] += 1
         traced = _Traced(self, record)
         flow = Walker(traced, record).run()
         trace = list(traced.answers.items())
-        entry = _Entry.of(record, trace, flow, self._start) if traced.keepable else None
+        entry = _Entry.of(record, trace, flow, self._start, resolved) if traced.keepable else None
         if entry is None:  # its trace is not whole: no later run may take its flow as known
             self.keys[name] = uuid.uuid4().hex
             return flow
@@ -135,11 +140,19 @@ class KeptWalks:
         return self.facts.program.functions[function].info.line
 
     # -- answers --------------------------------------------------------------------------
-    def _answers(self, record: FunctionRecord, trace: Trace) -> list[Any] | None:
-        """The trace's questions asked again; None when an answer changed."""
+    def _answers(self, record: FunctionRecord, trace: Trace, resolved: bool) -> list[Any] | None:
+        """The trace's questions asked again; None when an answer changed. With `resolved`,
+        the function resolves as it did when they were last answered (`Program.
+        resolution_identity`), and the values of its references are not asked again: on
+        sglang, asking them again after a one-line edit was most of the divergence rule's
+        time, the resolver answering afresh for every function of the program."""
         ask = _Asker(self, record)
         answers = []
         for question, answer in trace:
+            if resolved and question[0] == "evaluate":
+                answers.append(answer)
+                continue
+            COUNTS[f"uniformity asked again: {question[0]}"] += 1
             try:
                 now = ask.answer(question)
             except (_Untraceable, IndexError, KeyError):
@@ -399,21 +412,30 @@ class _Entry:
     """A kept flow: its trace, the flow (conditions by statement position) and the first line
     of every function its steps, sources and nodes name, as they were."""
 
-    def __init__(self, trace: Trace, flow: FunctionFlow, starts: dict[str, int]) -> None:
+    def __init__(
+        self, trace: Trace, flow: FunctionFlow, starts: dict[str, int], resolved: str | None
+    ) -> None:
         self.trace = trace
         self.flow = flow
         self.starts = starts
+        self.resolved = resolved  # the resolution its answers were last given under
 
     @classmethod
     def of(
-        cls, record: FunctionRecord, trace: Trace, flow: FunctionFlow, start: Callable[[str], int]
+        cls,
+        record: FunctionRecord,
+        trace: Trace,
+        flow: FunctionFlow,
+        start: Callable[[str], int],
+        resolved: str | None,
     ) -> _Entry | None:
         position = {id(s): i for i, s in enumerate(walk_statements(record.info.body))}
         if not flow.conditions.keys() <= position.keys():
             return None  # a condition outside its own statements: not kept
         conditions = {position[k]: v for k, v in flow.conditions.items()}
         named = {record.qualname, *_named(flow)}
-        return cls(trace, replace(flow, conditions=conditions), {f: start(f) for f in named})
+        starts = {f: start(f) for f in named}
+        return cls(trace, replace(flow, conditions=conditions), starts, resolved)
 
     def flow_for(self, record: FunctionRecord, start: Callable[[str], int]) -> FunctionFlow:
         moved = {f: start(f) - line for f, line in self.starts.items()}
