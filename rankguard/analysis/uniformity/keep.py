@@ -27,23 +27,21 @@ from __future__ import annotations
 import hashlib
 import pickle
 import uuid
-from collections.abc import Callable, Iterable
-from dataclasses import replace
+from collections.abc import Iterable
 from typing import Any
 
 from rankguard.adapters.keyed import KeyedStore
 from rankguard.adapters.store import COUNTS
 from rankguard.analysis.uniformity.collectives import CollectiveCalls
+from rankguard.analysis.uniformity.entries import Entry, Question, Trace
 from rankguard.analysis.uniformity.facts import ProgramFacts
 from rankguard.analysis.uniformity.groups import GroupNames, Groups
-from rankguard.analysis.uniformity.lattice import FunctionFlow, Labels, Source, Step
+from rankguard.analysis.uniformity.lattice import FunctionFlow, Step
 from rankguard.analysis.uniformity.transfer import Walker
 from rankguard.model.records import FunctionRecord
-from rankguard.summary.ir import CallSite, Segs, walk_calls, walk_statements
+from rankguard.summary.ir import CallSite, Segs, walk_calls
 from rankguard.summary.lineless import digest, lineless
 
-Question = tuple[Any, ...]
-Trace = list[tuple[Question, Any]]
 _NONE = object()
 
 
@@ -73,7 +71,7 @@ class KeptWalks:
         key = digest(self.salt, self._record(name), *self._targets(record))
         kept = self.store.get(key)
         resolved = self.facts.program.resolution_identity(name)
-        if isinstance(kept, _Entry):
+        if isinstance(kept, Entry):
             same = resolved is not None and kept.resolved == resolved
             answers = self._answers(record, kept.trace, same)
             if answers is not None:
@@ -92,7 +90,7 @@ class KeptWalks:
         traced = _Traced(self, record)
         flow = Walker(traced, record).run()
         trace = list(traced.answers.items())
-        entry = _Entry.of(record, trace, flow, self._start, resolved) if traced.keepable else None
+        entry = Entry.of(record, trace, flow, self._start, resolved) if traced.keepable else None
         if entry is None:  # its trace is not whole: no later run may take its flow as known
             self.keys[name] = uuid.uuid4().hex
             return flow
@@ -406,108 +404,3 @@ class _Flows:
     def __getitem__(self, name: str) -> FunctionFlow:
         self.traced.dependency(name)
         return self._flows[name]
-
-
-class _Entry:
-    """A kept flow: its trace, the flow (conditions by statement position) and the first line
-    of every function its steps, sources and nodes name, as they were."""
-
-    def __init__(
-        self, trace: Trace, flow: FunctionFlow, starts: dict[str, int], resolved: str | None
-    ) -> None:
-        self.trace = trace
-        self.flow = flow
-        self.starts = starts
-        self.resolved = resolved  # the resolution its answers were last given under
-
-    @classmethod
-    def of(
-        cls,
-        record: FunctionRecord,
-        trace: Trace,
-        flow: FunctionFlow,
-        start: Callable[[str], int],
-        resolved: str | None,
-    ) -> _Entry | None:
-        position = {id(s): i for i, s in enumerate(walk_statements(record.info.body))}
-        if not flow.conditions.keys() <= position.keys():
-            return None  # a condition outside its own statements: not kept
-        conditions = {position[k]: v for k, v in flow.conditions.items()}
-        named = {record.qualname, *_named(flow)}
-        starts = {f: start(f) for f in named}
-        return cls(trace, replace(flow, conditions=conditions), starts, resolved)
-
-    def flow_for(self, record: FunctionRecord, start: Callable[[str], int]) -> FunctionFlow:
-        moved = {f: start(f) - line for f, line in self.starts.items()}
-        flow = self.flow
-        if any(moved.values()):
-            flow = _Lines(moved.__getitem__).flow(flow)
-        statements = list(walk_statements(record.info.body))
-        conditions = {id(statements[k]): v for k, v in flow.conditions.items()}
-        return replace(flow, conditions=conditions)
-
-
-def _named(flow: FunctionFlow) -> set[str]:
-    """Every function a flow's steps, sources and `over` nodes name."""
-    named: set[str] = set()
-
-    def steps(found: tuple[Step, ...]) -> None:
-        named.update(step.function for step in found)
-
-    def labels(found: Labels) -> None:
-        for label, chain in found.items():
-            if isinstance(label, Source):
-                named.add(label.function)
-            elif label[0] == "over":
-                named.add(label[2])
-            steps(chain)
-
-    for node, found in flow.edges.items():
-        if node[0] == "over":
-            named.add(node[2])
-        labels(found)
-    for found in (*flow.conditions.values(), *flow.seeds.values()):
-        labels(found)
-    for chain in (*flow.ret_params.values(), *flow.ret_calls.values()):
-        steps(chain)
-    for item in flow.ret_items:
-        for chain in item.values():
-            steps(chain)
-    return named
-
-
-class _Lines:
-    """Moves every line a flow names by how far its function moved (`by`)."""
-
-    def __init__(self, by: Callable[[str], int]) -> None:
-        self.by = by
-
-    def step(self, step: Step) -> Step:
-        moved = self.by(step.function)
-        return replace(step, line=step.line + moved) if moved else step
-
-    def steps(self, steps: tuple[Step, ...]) -> tuple[Step, ...]:
-        return tuple(self.step(s) for s in steps)
-
-    def label(self, label: Any) -> Any:
-        if isinstance(label, Source):
-            moved = self.by(label.function)
-            return replace(label, line=label.line + moved) if moved else label
-        if label[0] == "over":  # ("over", groups, function, line, tag)
-            moved = self.by(label[2])
-            return (*label[:3], str(int(label[3]) + moved), *label[4:]) if moved else label
-        return label
-
-    def labels(self, labels: Labels) -> Labels:
-        return {self.label(k): self.steps(v) for k, v in labels.items()}
-
-    def flow(self, flow: FunctionFlow) -> FunctionFlow:
-        return replace(
-            flow,
-            edges={self.label(n): self.labels(v) for n, v in flow.edges.items()},
-            conditions={k: self.labels(v) for k, v in flow.conditions.items()},
-            ret_params={k: self.steps(v) for k, v in flow.ret_params.items()},
-            ret_calls={k: self.steps(v) for k, v in flow.ret_calls.items()},
-            seeds={k: self.labels(v) for k, v in flow.seeds.items()},
-            ret_items=[{k: self.steps(v) for k, v in item.items()} for item in flow.ret_items],
-        )
