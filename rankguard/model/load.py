@@ -21,6 +21,7 @@ from rankguard.adapters.sources import SourceTree, read_directory
 from rankguard.core import progress
 from rankguard.core.config import Config
 from rankguard.core.errors import ErrorRecord
+from rankguard.core.stack import deep_recursion
 from rankguard.model.build import ModulePart, build_program
 from rankguard.model.program import Program
 from rankguard.summary.interface import interface_of
@@ -170,7 +171,9 @@ def program_from_summaries(
     resolution from the cache when this exact file set was resolved before. With `shared`,
     module parts made under the same interfaces are taken from (and given to) the other
     programs of this process, with or without the disk cache."""
-    with paused_gc():
+    # Resolution asks lazily and recursively (a return type asks the returns it is made of):
+    # which question comes first decides how deep one goes, so it gets the rules' stack room.
+    with paused_gc(), deep_recursion():
         progress.current().phase("resolve", len(summaries), "modules")
         where = _resolution_path(cache, program_key(tree, cache))
         cached = store.load(where, dict)
