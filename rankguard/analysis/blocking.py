@@ -370,6 +370,13 @@ class BlockingAnalysis:
         header = list(loop.calls) if not loop.targets else []
         self._stack.append(record.qualname)
         self._on_stack.add(record.qualname)
+        # A round on a cycle of calls is that cycle's entry: what the walk memoises of the
+        # cycle's functions serves this round only (`summary`).
+        cycle_id = self._kept().cycle(record.qualname)
+        entered = cycle_id is not None and cycle_id not in self._cycles
+        if entered:
+            assert cycle_id is not None
+            self._cycles[cycle_id] = _Cycle()
         known = self.context.round_facts(record)
         # What the locals made before the loop hold at its head, on every pass.
         entry = loop_entry(self.program, record.qualname, loop, self.classify.placement.attribute)
@@ -391,6 +398,8 @@ class BlockingAnalysis:
                         pairs[key] = replace(pair, tail=True)
         finally:
             self._on_stack.discard(self._stack.pop())
+            if entered:
+                del self._cycles[cycle_id]
         if self.inductive(record.qualname, writers):
             pairs = {k: p for k, p in pairs.items() if not p.blocking.doubt}
             tail = {k: c for k, c in tail.items() if not c.doubt}

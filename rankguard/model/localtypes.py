@@ -24,9 +24,18 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from rankguard.model.namespaces import dedupe, of_kind
-from rankguard.model.stores import ADDS, MERGES, bound_names, subscript_root
+from rankguard.model.stores import bound_names, subscript_root
 from rankguard.model.values import BUILTIN_PREFIX, Value, external
-from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt, walk_statements
+from rankguard.summary.ir import (
+    ADDS,
+    CALL,
+    MERGES,
+    SUBSCRIPT,
+    CallSite,
+    Segs,
+    Stmt,
+    walk_statements,
+)
 
 if TYPE_CHECKING:
     from rankguard.model.records import FunctionRecord

@@ -30,7 +30,15 @@ from rankguard.model.cycles import Cycles
 from rankguard.model.enums import Enums
 from rankguard.model.namespaces import dedupe, of_kind
 from rankguard.model.values import BUILTIN_PREFIX, Value
-from rankguard.summary.ir import CALL, SUBSCRIPT, CallSite, Segs, Stmt, walk_statements
+from rankguard.summary.ir import (
+    CALL,
+    FILLS,
+    SUBSCRIPT,
+    CallSite,
+    Segs,
+    Stmt,
+    walk_statements,
+)
 
 if TYPE_CHECKING:
     from rankguard.model.program import Program
@@ -43,12 +51,6 @@ _HELD = ("function", "class", "instance")
 # and their step's overflow and norm code unreached (recall 12/30 on the DeepSpeed sample, 14/30
 # at 32, no slower; DeepSpeed 0.16.9, PipelineEngine.train_batch).
 _MAX_TYPES = 32
-# Container methods that add an element (the position of the argument added) and that add
-# every element of their argument: how a container, local (`model.localtypes`) or an
-# attribute, is filled.
-ADDS = {"append": 0, "add": 0, "appendleft": 0, "insert": 1, "setdefault": 1}
-MERGES = frozenset(("extend", "update"))
-FILLS = frozenset(ADDS) | MERGES
 AttrEntry = tuple[tuple["Value", ...], tuple[str, ...]]
 _NOTHING_YET: AttrEntry = ((), ())
 

@@ -8,8 +8,9 @@ body takes from a class as values (which classes a base's method runs on), and, 
 functions whose bodies shape what others see, the part of the body that does: what a function
 returns (return inference, `return Cls(...)` even under an annotation, `return inner` for a
 decorator's wrapper), what a generator yields, a method's `self.attr = ...` (attribute types), a
-store of a reference into an attribute or a container (`obj.cb = f`, `TABLE[k] = f`), a
-rebound `global`; and every binding those statements read, transitively through the function's
+store of a reference into an attribute or a container (`obj.cb = f`, `TABLE[k] = f`), an
+element a method puts into its object's container (`self.handlers.append(f())`), a rebound
+`global`; and every binding those statements read, transitively through the function's
 locals (`_slice`). A local nothing of that reads and whose value evaluates nothing (a counter, a
 constant) is not part of it. Everything else in a body (calls, branches, line numbers) only
 matters to the module's own resolution.
@@ -28,7 +29,7 @@ import itertools
 import re
 from collections.abc import Iterable
 
-from rankguard.summary.ir import FileSummary, FunctionInfo, Stmt, walk_statements
+from rankguard.summary.ir import FILLS, FileSummary, FunctionInfo, Stmt, walk_statements
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -45,13 +46,28 @@ def _shapes_others(fn: FunctionInfo) -> bool:
     return any(_exported(stmt, me, fn.global_names) for stmt in walk_statements(fn.body))
 
 
+def _fills_own(stmt: Stmt, me: str | None) -> bool:
+    """`self.attr.append(v)`-style: what the method puts into its object's container is what
+    the attribute's items are, wherever they are read (`model.stores`)."""
+    return me is not None and any(
+        not call.deferred
+        and len(call.target) == 3
+        and call.target[0] == me
+        and call.target[2] in FILLS
+        for call in stmt.calls
+    )
+
+
 def _exported(stmt: Stmt, me: str | None, global_names: tuple[str, ...]) -> bool:
     """A statement another module's resolution reads: a return with a value (`returns`,
     `_constructed`: every return's shape counts, annotated or not), `self.attr = ...`, a
     reference stored into an attribute or a container (`obj.cb = f`, `TABLE[k] = f`: the
-    stored function is what others' calls reach), an assignment to a `global` name."""
+    stored function is what others' calls reach), an element put into the object's own
+    container (`self.handlers.append(f())`), an assignment to a `global` name."""
     if stmt.kind == "return":
         return bool(stmt.value)
+    if _fills_own(stmt, me):
+        return True
     if stmt.kind != "assign":
         return False
     stores_ref = stmt.value[:1] == ("ref",)
@@ -102,7 +118,9 @@ def _slice(fn: FunctionInfo) -> list[tuple[object, ...]]:
     outside this set (`n = 0`, `n = n + 1`, that no kept statement reads) changes no value
     another module can ask for, and asks nothing while the locals are built."""
     me = fn.params[0].name if fn.params and fn.cls else None
-    stmts = [s for s in walk_statements(fn.body) if _binds(s) or s.kind == "return"]
+    stmts = [
+        s for s in walk_statements(fn.body) if _binds(s) or s.kind == "return" or _fills_own(s, me)
+    ]
     binding: dict[str, list[int]] = {}  # name -> the statements that bind it
     for index, stmt in enumerate(stmts):
         for root in {t[0] for t in stmt.targets if t}:

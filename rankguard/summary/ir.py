@@ -21,6 +21,14 @@ CALL = "()"
 SUBSCRIPT = "[]"
 OPAQUE = "<expr>"
 
+# Container methods that add an element (the position of the argument added) and that add
+# every element of their argument: how a container, local (`model.localtypes`) or an
+# attribute (`model.stores`), is filled; a method filling its own attribute is part of its
+# module's interface (`summary.interface`).
+ADDS = {"append": 0, "add": 0, "appendleft": 0, "insert": 1, "setdefault": 1}
+MERGES = frozenset(("extend", "update"))
+FILLS = frozenset(ADDS) | MERGES
+
 
 def dotted(text: str) -> Segs | None:
     """`w`, `self.batch`: an argument's text that is a plain reference, as segments."""

@@ -381,3 +381,55 @@ def test_a_summary_that_enters_a_cycle_is_kept(capsys, tmp_path: Path):
     warm = _check(capsys, *argv, *cache)
     assert _walked() == {"pkg.loop.S.tick"}
     assert warm == _check(capsys, *argv, "--no-cache")
+
+
+# A round on a cycle of calls (`event_loop` -> `g` -> `event_loop`), and a second round that
+# enters the same cycle at `g` (a fresh reviewer's program, session 19).
+ROUND_ON_CYCLE = """
+import time
+
+import torch.distributed as dist
+
+
+def event_loop():
+    dist.broadcast(None, 0)
+    while True:
+        g()
+        dist.barrier()
+
+
+def g():
+    time.sleep(1)
+    event_loop()
+"""
+OTHER_ROUND = """
+import torch.distributed as dist
+
+from pkg.loop import g
+
+
+def event_loop():
+    while True:
+        g()
+        dist.all_reduce(None)
+"""
+ROUND_FILES = {
+    "pkg/__init__.py": "",
+    "pkg/loop.py": ROUND_ON_CYCLE,
+    "pkg/zother.py": OTHER_ROUND,
+    "pyproject.toml": '[tool.rankguard]\nrounds = ["*.event_loop"]\n',
+}
+
+
+def test_a_round_on_a_cycle_is_that_cycles_entry(capsys, tmp_path: Path):
+    """The second round's summary of `g` (an entry into the cycle, kept) walks `event_loop`
+    whole; inside the first round, where `event_loop` is on the stack, `g` must be walked
+    as part of that round's own entry, cut at `event_loop`, not taken as kept: the sleep
+    waits for the barrier there, not for the broadcast."""
+    root = write_tree(tmp_path / "proj", ROUND_FILES)
+    argv = (str(root / "pkg"), "--config", str(root / "pyproject.toml"))
+    cache = ("--cache-dir", str(tmp_path / "cache"))
+    _check(capsys, *argv, *cache)
+    _replace(root, "pkg/zother.py", "import torch", "import os\nimport torch")
+    warm = _check(capsys, *argv, *cache)
+    assert warm == _check(capsys, *argv, "--no-cache")

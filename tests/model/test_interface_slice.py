@@ -292,3 +292,62 @@ def test_a_forwarding_return_of_any_shape_is_part_of_the_interface(shape: str):
         return interface_digest(summary)
 
     assert digest("a") != digest("b")
+
+
+# `register` fills `self.handlers` by a call, and `use` calls what it holds (a fresh
+# reviewer's program, session 19): the fill is what `use` resolves through.
+FILLED = {
+    "pkg/__init__.py": "",
+    "pkg/work.py": """
+        import time
+
+
+        class Fast:
+            def run(self):
+                pass
+
+
+        class Slow:
+            def run(self):
+                time.sleep(1)
+
+
+        def make_fast():
+            return Fast()
+
+
+        def make_slow():
+            return Slow()
+
+
+        class Box:
+            def __init__(self):
+                self.handlers = []
+
+            def register(self):
+                self.handlers.append(make_fast())
+
+            def use(self):
+                for h in self.handlers:
+                    h.run()
+    """,
+}
+
+
+def test_what_a_method_puts_into_its_own_container_is_part_of_the_interface(tmp_path: Path, capsys):
+    """`self.handlers.append(make_slow())` changes what `h.run()` in `use` runs: the fill is
+    part of `work`'s interface, so `use` is resolved again (it kept `Fast.run` when only
+    assignments counted)."""
+    root = write_tree(tmp_path / "src", FILLED)
+    cache = str(tmp_path / "cache")
+
+    def graph(*extra: str) -> str:
+        main(["graph", str(root), "--format", "json", *extra])
+        return capsys.readouterr().out
+
+    graph("--cache-dir", cache)
+    path = root / "pkg/work.py"
+    path.write_text(path.read_text().replace("append(make_fast())", "append(make_slow())"))
+    warm = graph("--cache-dir", cache)
+    assert "pkg.work.Slow.run" in warm
+    assert warm == graph("--no-cache")

@@ -205,3 +205,67 @@ def test_warm_equals_no_cache_through_renames_and_deletions(capsys, tmp_path: Pa
         assert '"errors": []' in warm, step
     assert reused > 0
     assert len(set(outputs)) > 3  # the findings change along the way
+
+
+# The round reads what `register` puts into `self.states` (a fresh reviewer's program,
+# session 19): a rank id once the fill changes.
+FILLED_LOOP = """
+import torch.distributed as dist
+
+from pkg.state import make_local, make_shared
+
+
+class S:
+    def __init__(self):
+        self.states = []
+
+    def register(self):
+        self.states.append(make_shared())
+
+    def event_loop(self):
+        while True:
+            for st in self.states:
+                if st.count > 2:
+                    dist.barrier()
+"""
+FILLED_STATE = """
+import torch.distributed as dist
+
+
+class Local:
+    def __init__(self):
+        self.count = dist.get_rank()
+
+
+class Shared:
+    def __init__(self):
+        self.count = 4
+
+
+def make_local():
+    return Local()
+
+
+def make_shared():
+    return Shared()
+"""
+FILLED_FILES = {
+    "pkg/__init__.py": "",
+    "pkg/state.py": FILLED_STATE,
+    "pkg/loop.py": FILLED_LOOP,
+    "pyproject.toml": '[tool.rankguard]\nrounds = ["*.event_loop"]\n',
+}
+
+
+def test_a_fill_elsewhere_in_the_module_asks_the_values_again(capsys, tmp_path: Path):
+    """`self.states.append(make_local())` changes what `st.count` holds in the round: the fill
+    is part of the module's interface, so the round's kept walk asks again (it took the stored
+    values, the divergent barrier lost, when only assignments counted)."""
+    root = write_tree(tmp_path / "proj", FILLED_FILES)
+    argv = (str(root / "pkg"), "--config", str(root / "pyproject.toml"), *RULE)
+    cache = ("--cache-dir", str(tmp_path / "cache"))
+    assert "st.count" not in _check(capsys, *argv, *cache)
+    _replace(root, "pkg/loop.py", "append(make_shared())", "append(make_local())")
+    warm = _check(capsys, *argv, *cache)
+    assert "st.count" in warm
+    assert warm == _check(capsys, *argv, "--no-cache")
