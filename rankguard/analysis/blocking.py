@@ -35,7 +35,12 @@ being summarised is not memoised, so it never stands for the function's whole an
 kept beside what walking it again would depend on (`_Cut`), and reused only where that is the
 same: a cycle entered through many call sites is walked once per way in, not once per path
 (sglang's hybrid attention backends delegate to each other: 2,058 summaries of one function
-per run before), and every answer is the one walking it again would give.
+per run before), and every answer is the one walking it again would give. Each entry into a
+cycle from outside it (a round on a cycle is one) walks the cycle afresh: what is memoised of
+the cycle's functions inside serves that entry only (`_Cycle`), so the entry's answer does not
+depend on what ran before, and it is memoised and kept across runs like any other. The
+recursion cut is by function, whatever the facts: a cycle re-entered under other facts
+(`a(quiet=True)` -> ... -> `a()`) does not see what the second `a` runs.
 
 The walk is reusable: `BlockingAnalysis.regions(round)` gives every pair with both chains, and the
 calls pending at the end of the round (its tail).
