@@ -228,19 +228,9 @@ class S:
                 if st.count > 2:
                     dist.barrier()
 """
-FILLED_STATE = """
-import torch.distributed as dist
-
-
-class Local:
-    def __init__(self):
-        self.count = dist.get_rank()
-
-
-class Shared:
-    def __init__(self):
-        self.count = 4
-
+FILLED_STATE = (
+    STATE
+    + """
 
 def make_local():
     return Local()
@@ -249,6 +239,7 @@ def make_local():
 def make_shared():
     return Shared()
 """
+)
 FILLED_FILES = {
     "pkg/__init__.py": "",
     "pkg/state.py": FILLED_STATE,
