@@ -167,13 +167,13 @@ class BlockingAnalysis:
         like any other (on sglang a settings getter on a cycle of default resolvers made
         every summary that read a setting one that was never kept)."""
         key = (name, self._shared(known.items()), self._shared(env.items()))
-        cycle_id = self._kept().cycle(name)
+        kept = self._kept()
+        cycle_id = kept.cycle(name)
         inside = self._cycles.get(cycle_id) if cycle_id is not None else None
         memo = inside.memo if inside is not None else self._memo
         found = memo.get(key)
         if found is not None:
             return found[0], set(), found[1]
-        kept = self._kept()
         if inside is None:
             loaded = kept.load(name, known, env)
             if loaded is not None:
@@ -183,24 +183,17 @@ class BlockingAnalysis:
         if again is not None:
             return again.summary, set(again.cut), again.tainted
         store.COUNTS[f"blocking summary computed: {name}"] += 1
-        entered = cycle_id is not None and inside is None
-        if entered:
-            assert cycle_id is not None
-            self._cycles[cycle_id] = _Cycle()
         record = self.program.functions[name]
         trace = _Trace()
         self._traces.append(trace)
-        self._stack.append(name)
-        self._on_stack.add(name)
+        opened = self._enter(name)
         try:
             walk = Walk(self, record)
             out = walk.block(record.info.body, State(True, {}, env, known), (), None)
             end = join([out, *walk.returns, *walk.suspended])
         finally:
-            self._on_stack.discard(self._stack.pop())
+            self._leave(opened)
             self._traces.pop()
-            if entered:
-                del self._cycles[cycle_id]
         passes = end is not None and end.clean
         pending = dict(end.pending) if end else {}
         writers = self._shared(walk.writers)
@@ -245,6 +238,22 @@ class BlockingAnalysis:
                 f"{self._salt} watched {sorted(self.watched)}",
             )
         return self.kept
+
+    def _enter(self, name: str) -> str | None:
+        """`name` onto the stack; entering its cycle of calls from outside opens the cycle's
+        scope (`_Cycle`), whose id is returned for `_leave` to close."""
+        self._stack.append(name)
+        self._on_stack.add(name)
+        cycle_id = self._kept().cycle(name)
+        if cycle_id is None or cycle_id in self._cycles:
+            return None
+        self._cycles[cycle_id] = _Cycle()
+        return cycle_id
+
+    def _leave(self, opened: str | None) -> None:
+        self._on_stack.discard(self._stack.pop())
+        if opened is not None:
+            del self._cycles[opened]
 
     def _cut_again(self, key: MemoKey, inside: _Cycle | None) -> _Cut | None:
         """A summary cut short earlier that walking `key` again now would give: the functions
@@ -373,15 +382,7 @@ class BlockingAnalysis:
         record = rnd.function
         loop = rnd.loop
         header = list(loop.calls) if not loop.targets else []
-        self._stack.append(record.qualname)
-        self._on_stack.add(record.qualname)
-        # A round on a cycle of calls is that cycle's entry: what the walk memoises of the
-        # cycle's functions serves this round only (`summary`).
-        cycle_id = self._kept().cycle(record.qualname)
-        entered = cycle_id is not None and cycle_id not in self._cycles
-        if entered:
-            assert cycle_id is not None
-            self._cycles[cycle_id] = _Cycle()
+        opened = self._enter(record.qualname)  # a round on a cycle is that cycle's entry
         known = self.context.round_facts(record)
         # What the locals made before the loop hold at its head, on every pass.
         entry = loop_entry(self.program, record.qualname, loop, self.classify.placement.attribute)
@@ -402,9 +403,7 @@ class BlockingAnalysis:
                     if key not in pairs and pair.blocking.key in tail:
                         pairs[key] = replace(pair, tail=True)
         finally:
-            self._on_stack.discard(self._stack.pop())
-            if entered:
-                del self._cycles[cycle_id]
+            self._leave(opened)
         if self.inductive(record.qualname, writers):
             pairs = {k: p for k, p in pairs.items() if not p.blocking.doubt}
             tail = {k: c for k, c in tail.items() if not c.doubt}

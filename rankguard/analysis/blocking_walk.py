@@ -86,7 +86,7 @@ class Walk:
         self.suspended: list[State] = []  # at a context manager's `yield`, entering it
         self.loops: list[tuple[list[State], list[State]]] = []
         self.cut: set[str] = set()
-        self.tainted = False  # entered a function on a cycle of calls (`summary`)
+        self.tainted = False  # cut where the call graph foresees no cycle (`summary`)
         self.writers: set[tuple[str, bool]] = set()  # `Summary.writers`
 
     # -- statements ----------------------------------------------------------------------------
